@@ -1,0 +1,53 @@
+"""``tc.lower`` and ``tc.build``: from a schedule to a callable module."""
+
+from __future__ import annotations
+
+from .codegen import Module, program_source, simulator_enabled
+from .errors import CodegenError, ScheduleError
+from .ir.stmt import Program
+from .lower import lower as _lower
+
+#: per-block limits of the H200 (compute capability 9.0) that a launch must respect
+MAX_THREADS_PER_BLOCK = 1024
+MAX_STATIC_SHARED_BYTES = 48 * 1024
+
+
+def lower(s, trace=None) -> Program:
+    """The loop-nest IR of schedule ``s``; ``print(tc.lower(s))`` shows it."""
+    return _lower(s, trace=trace)
+
+
+def build(s, target: str = "cuda", check: bool = True) -> Module:
+    """Compile schedule ``s`` into a module ``mod(*inputs, *outputs)``.
+
+    ``target="cuda"`` compiles with numba-cuda, or runs in Numba's CUDA simulator when
+    ``NUMBA_ENABLE_CUDASIM=1`` is set. ``check=False`` skips the legality check.
+    """
+    if target != "cuda":
+        raise CodegenError(f"unknown target {target!r}; tcomp generates code for 'cuda'")
+    if check:
+        from .check import check as _check
+
+        _check(s)
+    program = _lower(s)
+    check_resources(program)
+    simulator = simulator_enabled()
+    return Module(program, program_source(program, simulator), simulator)
+
+
+def check_resources(program: Program) -> None:
+    """Raise before any launch if a kernel needs more than a block may have."""
+    from .ir.stmt import Allocate
+    from .ir.visitor import walk
+    from .dtypes import itemsize
+
+    for k in program.kernels:
+        threads = k.block[0] * k.block[1] * k.block[2]
+        if threads > MAX_THREADS_PER_BLOCK:
+            raise ScheduleError(f"kernel {k.name} needs {threads} threads per block ({k.block}); "
+                                f"the limit is {MAX_THREADS_PER_BLOCK}")
+        shared = sum(n.buffer.size * max(4, itemsize(n.buffer.dtype)) for n in walk(k.body)
+                     if isinstance(n, Allocate) and n.buffer.scope == "shared")
+        if shared > MAX_STATIC_SHARED_BYTES:
+            raise ScheduleError(f"kernel {k.name} needs {shared} bytes of shared memory per block; "
+                                f"the limit is {MAX_STATIC_SHARED_BYTES} bytes")

@@ -1,0 +1,326 @@
+"""Loop-nest IR -> Numba CUDA Python source.
+
+Conventions (see NUMBA_CUDA.md): index arithmetic in unsigned 32-bit integers,
+float literals wrapped in ``float32(...)``, per-thread buffers as
+``cuda.local.array`` with constant shapes (registers once loops over them are
+unrolled), ``unroll``/``vectorize`` loops unrolled in the source itself, and
+every global buffer passed as a flat 1-D array. 16-bit floats travel as their
+bit patterns (uint16) in global memory and are float32 in registers.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..dtypes import is_float
+from ..errors import CodegenError, InternalError
+from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var
+from ..ir.simplify import simplify
+from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, For, Kernel, Program, Seq, Store
+from ..ir.visitor import substitute, walk
+
+#: Numba scalar type used for values of each dtype in registers
+REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float32",
+                 "float8_e4m3": "float32", "int8": "int8", "int32": "int32"}
+#: Numba type of the elements of a global buffer of each dtype
+STORAGE_TYPE = {"float32": "float32", "bfloat16": "uint16", "float16": "float16",
+                "float8_e4m3": "uint8", "int8": "int8", "int32": "int32"}
+_NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3")
+
+_PRELUDE_GPU = '''\
+import math
+from numba import cuda, float32, int8, int32, uint8, uint16, uint32
+from numba.types import float16
+from numba.cuda import libdevice
+
+
+@cuda.jit(device=True, inline="always")
+def _rint(x):
+    return libdevice.rintf(x)
+'''
+
+_PRELUDE_SIM = '''\
+import math
+import numpy as np
+from numba import cuda, float32, int8, int32, uint8, uint16, uint32
+from numba.types import float16
+
+
+def _rint(x):
+    return float32(np.rint(x))
+'''
+
+#: (numpy-based simulator fallback, GPU body) for conversions of narrow floats
+_NARROW_HELPERS_SIM = '''
+import ml_dtypes as _mld
+
+
+def _round_bfloat16(x):
+    return float32(np.float32(x).astype(_mld.bfloat16))
+
+
+def _round_float16(x):
+    return float32(np.float16(x))
+
+
+def _round_float8_e4m3(x):
+    return float32(np.float32(min(max(x, float32(-448.0)), float32(448.0))).astype(_mld.float8_e4m3fn))
+
+
+def _load_bfloat16(bits):
+    return float32(np.uint16(bits).view(_mld.bfloat16))
+
+
+def _store_bfloat16(x):
+    return uint16(np.float32(x).astype(_mld.bfloat16).view(np.uint16))
+
+
+def _load_float8_e4m3(bits):
+    return float32(np.uint8(bits).view(_mld.float8_e4m3fn))
+
+
+def _store_float8_e4m3(x):
+    return uint8(np.float32(min(max(x, float32(-448.0)), float32(448.0))).astype(_mld.float8_e4m3fn).view(np.uint8))
+'''
+
+
+class Namer:
+    """Unique Python identifiers for the variables and buffers of one kernel."""
+
+    def __init__(self, reserved=()):
+        self.names: dict = {}
+        self.taken = set(reserved)
+
+    def __call__(self, obj, base: str) -> str:
+        if obj not in self.names:
+            name = base if base.isidentifier() else "v"
+            candidate, n = name, 1
+            while candidate in self.taken:
+                n += 1
+                candidate = f"{name}_{n}"
+            self.taken.add(candidate)
+            self.names[obj] = candidate
+        return self.names[obj]
+
+
+_RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32",
+             "libdevice", "range", "min", "max", "abs", "_rint"}
+
+
+class KernelWriter:
+    def __init__(self, kernel: Kernel, simulator: bool):
+        self.kernel = kernel
+        self.simulator = simulator
+        self.name = Namer(_RESERVED)
+        self.lines: list[str] = []
+        self.uses_narrow = False
+
+    # ------------------------------------------------------------------ expressions
+
+    def index(self, e: Expr) -> str:
+        """An integer index expression, computed in uint32."""
+        if isinstance(e, IntImm):
+            return f"uint32({e.value & 0xFFFFFFFF})"
+        if isinstance(e, Var):
+            return self.name(e, e.name)
+        if isinstance(e, Binary) and e.op in ("+", "-", "*", "//", "%"):
+            return f"({self.index(e.a)} {e.op} {self.index(e.b)})"
+        if isinstance(e, Binary) and e.op in ("max", "min"):
+            return f"{e.op}({self.index(e.a)}, {self.index(e.b)})"
+        if isinstance(e, Load) and not is_float(e.dtype):
+            return f"uint32({self.value(e)})"
+        raise CodegenError(f"unsupported index expression {e}")
+
+    def cond(self, e: Expr) -> str:
+        if isinstance(e, And):
+            return f"{self.cond(e.a)} and {self.cond(e.b)}"
+        if isinstance(e, Compare):
+            if is_float(e.a.dtype):
+                return f"({self.value(e.a)} {e.op} {self.value(e.b)})"
+            return f"({self.index(e.a)} {e.op} {self.index(e.b)})"
+        raise CodegenError(f"unsupported condition {e}")
+
+    def value(self, e: Expr) -> str:
+        """A data value, in its register type."""
+        if isinstance(e, FloatImm):
+            if math.isinf(e.value):
+                return "float32(math.inf)" if e.value > 0 else "float32(-math.inf)"
+            return f"float32({e.value!r})"
+        if isinstance(e, IntImm):
+            return f"{REGISTER_TYPE[e.dtype]}({e.value})"
+        if isinstance(e, Var):
+            return f"int32({self.name(e, e.name)})"
+        if isinstance(e, Load):
+            return self.load(e)
+        if isinstance(e, Binary):
+            return self.binary(e)
+        if isinstance(e, Call):
+            return self.call(e)
+        if isinstance(e, Cast):
+            return self.cast(e)
+        if isinstance(e, Select):
+            return f"({self.value(e.a)} if {self.cond(e.cond)} else {self.value(e.b)})"
+        raise CodegenError(f"unsupported expression {type(e).__name__}: {e}")
+
+    def load(self, e: Load) -> str:
+        buf = e.buffer
+        text = f"{self.name(buf, buf.name)}[{self.index(e.index)}]"
+        if buf.scope == "global" and buf.dtype in ("bfloat16", "float8_e4m3"):
+            self.uses_narrow = True
+            return f"_load_{buf.dtype}({text})"
+        if buf.scope == "global" and buf.dtype == "float16":
+            return f"float32({text})"
+        return text
+
+    def binary(self, e: Binary) -> str:
+        dtype = e.a.dtype
+        a, b = self.value(e.a), self.value(e.b)
+        if e.op in ("max", "min"):
+            text = f"{e.op}({a}, {b})"
+        elif e.op == "/" and not is_float(dtype):
+            text = f"(float32({a}) / float32({b}))"
+        elif e.op == "//" :
+            text = f"({a} // {b})"
+        else:
+            text = f"({a} {e.op} {b})"
+        if not is_float(dtype) and e.op in ("+", "-", "*", "//", "%"):
+            text = f"{REGISTER_TYPE[dtype]}{text}" if text.startswith("(") else f"{REGISTER_TYPE[dtype]}({text})"
+        return self.round_to(text, dtype)
+
+    def round_to(self, text: str, dtype: str) -> str:
+        if dtype in _NARROW_FLOATS:
+            self.uses_narrow = True
+            return f"_round_{dtype}({text})"
+        return text
+
+    def call(self, e: Call) -> str:
+        x = self.value(e.args[0])
+        if e.name == "abs":
+            text = f"abs({x})"
+        elif e.name == "exp":
+            text = f"math.exp({x})"
+        elif e.name == "sigmoid":
+            text = f"(float32(1.0) / (float32(1.0) + math.exp(-{x})))"
+        elif e.name == "silu":
+            text = f"_silu({x})"
+        elif e.name == "round":
+            text = f"_rint({x})"
+        else:
+            raise CodegenError(f"unknown function {e.name}")
+        return self.round_to(text, e.dtype)
+
+    def cast(self, e: Cast) -> str:
+        src, dst = e.value.dtype, e.dtype
+        x = self.value(e.value)
+        if is_float(dst):
+            if not is_float(src):
+                return self.round_to(f"float32({x})", dst)
+            return self.round_to(x, dst) if dst != src else x
+        if is_float(src):
+            if dst == "int8":
+                return f"int8(min(max({x}, float32(-128.0)), float32(127.0)))"
+            return f"int32({x})"
+        return f"{REGISTER_TYPE[dst]}({x})"
+
+    # ------------------------------------------------------------------ statements
+
+    def emit(self, line: str, depth: int) -> None:
+        self.lines.append("    " * depth + line)
+
+    def stmt(self, s, depth: int) -> None:
+        if isinstance(s, Seq):
+            for x in s.stmts:
+                self.stmt(x, depth)
+        elif isinstance(s, For):
+            self.loop(s, depth)
+        elif isinstance(s, Store):
+            self.store(s, depth)
+        elif isinstance(s, Allocate):
+            self.stmt(s.body, depth)  # storage is declared at the top of the kernel
+        elif isinstance(s, Barrier):
+            self.emit("cuda.syncthreads()", depth)
+        else:
+            raise InternalError(f"cannot emit {type(s).__name__}")
+
+    def loop(self, s: For, depth: int) -> None:
+        var = self.name(s.var, s.var.name)
+        if s.kind in BLOCK_TAGS + THREAD_TAGS:
+            self.emit(f"{var} = uint32(cuda.{s.kind})", depth)
+            self.stmt(s.body, depth)
+        elif s.kind in ("unroll", "vectorize"):
+            for n in range(s.extent):
+                self.stmt(_substitute_stmt(s.body, s.var, n), depth)
+        else:
+            self.emit(f"for {var} in range(uint32({s.extent})):", depth)
+            self.stmt(s.body, depth + 1)
+
+    def store(self, s: Store, depth: int) -> None:
+        buf = s.buffer
+        value = self.value(s.value)
+        if buf.scope == "global" and buf.dtype in ("bfloat16", "float8_e4m3"):
+            self.uses_narrow = True
+            value = f"_store_{buf.dtype}({value})"
+        elif buf.scope == "global" and buf.dtype == "float16":
+            value = f"float16({value})"
+        line = f"{self.name(buf, buf.name)}[{self.index(s.index)}] = {value}"
+        if s.predicate is not None:
+            self.emit(f"if {self.cond(s.predicate)}:", depth)
+            self.emit(line, depth + 1)
+        else:
+            self.emit(line, depth)
+
+    # ------------------------------------------------------------------ kernel
+
+    def write(self) -> str:
+        k = self.kernel
+        params = [self.name(b, b.name) for b in k.params]
+        body_lines_start = len(self.lines)
+        for node in walk(k.body):
+            if isinstance(node, Allocate):
+                b = node.buffer
+                kind = "shared" if b.scope == "shared" else "local"
+                self.emit(f"{self.name(b, b.name)} = cuda.{kind}.array({b.size}, {REGISTER_TYPE[b.dtype]})", 1)
+        self.stmt(k.body, 1)
+        if len(self.lines) == body_lines_start:
+            self.emit("pass", 1)
+        head = [f"@cuda.jit(cache={not self.simulator})", f"def {k.name}({', '.join(params)}):"]
+        return "\n".join(head + self.lines) + "\n"
+
+
+def _substitute_stmt(stmt, var, value: int):
+    from ..ir.visitor import rewrite
+
+    replaced = substitute(stmt, {var: IntImm(value)})
+
+    def fold(n):
+        if isinstance(n, Store):
+            from dataclasses import replace
+
+            return replace(n, index=simplify(n.index))
+        if isinstance(n, Load):
+            return Load(n.buffer, simplify(n.index))
+        return None
+
+    return rewrite(replaced, fold)
+
+
+_SILU = '''
+
+@cuda.jit(device=True{inline})
+def _silu(x):
+    return x / (float32(1.0) + math.exp(-x))
+'''
+
+
+def program_source(program: Program, simulator: bool) -> str:
+    """The Python source of a module holding one ``@cuda.jit`` function per kernel."""
+    writers = [KernelWriter(k, simulator) for k in program.kernels]
+    kernels = [w.write() for w in writers]
+    parts = [_PRELUDE_SIM if simulator else _PRELUDE_GPU]
+    parts.append(_SILU.format(inline="" if simulator else ', inline="always"'))
+    if any(w.uses_narrow for w in writers):
+        if not simulator:
+            raise CodegenError("16- and 8-bit float storage (bfloat16, float8_e4m3) is not yet supported "
+                               "on the GPU target; it runs in the CUDA simulator only")
+        parts.append(_NARROW_HELPERS_SIM)
+    return "\n".join(parts) + "\n\n" + "\n\n".join(kernels)

@@ -1,0 +1,102 @@
+"""Canonical form of integer index arithmetic.
+
+Index expressions produced by splits, tiles and bound inference are affine in
+the loop variables; they are brought to the form ``v0*c0 + v1*c1 + ... + c``
+(terms in order of first appearance) so that printed IR and generated code stay
+readable and the extents of bound inference fold to constants.
+"""
+
+from __future__ import annotations
+
+from .expr import Binary, Expr, IntImm, Var, binary
+from .visitor import map_children
+
+LinearForm = tuple[dict, int]  # {atom expr: coefficient}, constant
+
+
+def linear_form(e: Expr) -> LinearForm:
+    """Decompose an integer expression into coefficients of atoms plus a constant.
+
+    Atoms are variables and the non-affine sub-expressions (kept as they are).
+    """
+    if isinstance(e, IntImm):
+        return {}, e.value
+    if isinstance(e, Binary) and e.op in ("+", "-"):
+        ta, ca = linear_form(e.a)
+        tb, cb = linear_form(e.b)
+        sign = 1 if e.op == "+" else -1
+        terms = dict(ta)
+        for atom, coef in tb.items():
+            terms[atom] = terms.get(atom, 0) + sign * coef
+        return {k: v for k, v in terms.items() if v != 0}, ca + sign * cb
+    if isinstance(e, Binary) and e.op == "*":
+        ta, ca = linear_form(e.a)
+        tb, cb = linear_form(e.b)
+        if not ta:
+            return {k: v * ca for k, v in tb.items() if v * ca != 0}, ca * cb
+        if not tb:
+            return {k: v * cb for k, v in ta.items() if v * cb != 0}, ca * cb
+    if isinstance(e, Binary) and e.op in ("//", "%") and isinstance(e.b, IntImm) and e.b.value > 0:
+        d = e.b.value
+        ta, ca = linear_form(e.a)
+        if all(c % d == 0 for c in ta.values()):
+            if e.op == "//":
+                return {k: v // d for k, v in ta.items()}, ca // d
+            return {}, ca % d
+        if not ta:
+            return {}, (ca // d) if e.op == "//" else (ca % d)
+    if isinstance(e, Var):
+        return {e: 1}, 0
+    return {simplify_children(e): 1}, 0
+
+
+def from_linear(terms: dict, constant: int, dtype: str = "int32") -> Expr:
+    result: Expr | None = None
+    for atom, coef in terms.items():
+        if coef == 0:
+            continue
+        mag = abs(coef)
+        term = atom if mag == 1 else Binary("*", atom, IntImm(mag, dtype))
+        if result is None:
+            result = term if coef > 0 else Binary("-", IntImm(0, dtype), term)
+        else:
+            result = Binary("+" if coef > 0 else "-", result, term)
+    if result is None:
+        return IntImm(constant, dtype)
+    if constant > 0:
+        return Binary("+", result, IntImm(constant, dtype))
+    if constant < 0:
+        return Binary("-", result, IntImm(-constant, dtype))
+    return result
+
+
+def simplify_children(e: Expr) -> Expr:
+    return map_children(e, lambda c: simplify(c) if isinstance(c, Expr) else c)
+
+
+def simplify(e: Expr) -> Expr:
+    """Canonicalize integer arithmetic; other expressions are simplified inside."""
+    if e.dtype in ("int32", "int8") and isinstance(e, (Binary, IntImm, Var)):
+        if isinstance(e, Binary) and e.op in ("max", "min", "/"):
+            return simplify_children(e)
+        terms, constant = linear_form(e)
+        return from_linear(terms, constant, e.dtype)
+    return simplify_children(e)
+
+
+def is_const(e: Expr, value: int | None = None) -> bool:
+    return isinstance(e, IntImm) and (value is None or e.value == value)
+
+
+def difference(a: Expr, b: Expr) -> int | None:
+    """``a - b`` when it is a constant, else None."""
+    ta, ca = linear_form(a)
+    tb, cb = linear_form(b)
+    keys = set(ta) | set(tb)
+    if any(ta.get(k, 0) != tb.get(k, 0) for k in keys):
+        return None
+    return ca - cb
+
+
+def add(a: Expr, b) -> Expr:
+    return simplify(binary("+", a, b))

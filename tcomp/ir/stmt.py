@@ -1,0 +1,129 @@
+"""The loop-nest IR: statements, buffers, kernels and programs.
+
+Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
+
+    Stmt    := For(var, extent, kind, body)     kind: serial | unroll | vectorize
+                                                 | blockIdx.{x,y,z} | threadIdx.{x,y,z}
+             | Seq(stmts)
+             | Store(buffer, index, value, predicate)   flat store; predicate may be None
+             | Allocate(buffer, body)            shared or local storage live in body
+             | Barrier()                         __syncthreads() for every thread of a block
+    Buffer  := (name, dtype, shape, scope)       scope: global | shared | local
+    Kernel  := (name, params, body, grid, block) one launch
+    Program := (kernels, inputs, outputs, intermediates)
+
+Loops bound to ``blockIdx``/``threadIdx`` are not executed as loops: their variable
+is the block or thread index, and a thread whose index is at or past the loop's
+extent skips the stores under it (the predicate carries that guard), so barriers
+stay reachable by every thread of the block.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .expr import Expr, Var
+
+THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
+BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
+LOOP_KINDS = ("serial", "unroll", "vectorize") + BLOCK_TAGS + THREAD_TAGS
+
+
+@dataclass(frozen=True, eq=False)
+class Buffer:
+    name: str
+    dtype: str
+    shape: tuple
+    scope: str = "global"
+
+    @property
+    def size(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+    def __repr__(self) -> str:
+        return f"Buffer({self.name}, {self.dtype}, {self.shape}, {self.scope})"
+
+
+class Stmt:
+    """Base class of statements."""
+
+    __hash__ = object.__hash__
+
+    def __str__(self) -> str:
+        from .printer import stmt_to_str
+
+        return stmt_to_str(self)
+
+
+@dataclass(frozen=True, eq=False)
+class For(Stmt):
+    var: Var
+    extent: int
+    kind: str
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Seq(Stmt):
+    stmts: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class Store(Stmt):
+    buffer: Buffer
+    index: Expr
+    value: Expr
+    predicate: Expr | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class Allocate(Stmt):
+    buffer: Buffer
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Barrier(Stmt):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class Kernel(Stmt):
+    name: str
+    params: tuple  # Buffers in global memory, in argument order
+    body: Stmt
+    grid: tuple = (1, 1, 1)
+    block: tuple = (1, 1, 1)
+
+
+@dataclass(frozen=True, eq=False)
+class Program:
+    """What ``tc.lower`` returns: kernels launched in order over global buffers."""
+
+    kernels: tuple
+    inputs: tuple  # Buffers, in placeholder order
+    outputs: tuple
+    intermediates: tuple  # global buffers the host module allocates
+
+    def __str__(self) -> str:
+        from .printer import program_to_str
+
+        return program_to_str(self)
+
+
+def seq(*stmts) -> Stmt:
+    """A statement sequence, flattening nested sequences and dropping Nones."""
+    flat = []
+    for s in stmts:
+        if s is None:
+            continue
+        if isinstance(s, Seq):
+            flat.extend(s.stmts)
+        else:
+            flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    return Seq(tuple(flat))

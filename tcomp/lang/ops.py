@@ -1,0 +1,100 @@
+"""Scalar functions and reductions of the tensor language."""
+
+from __future__ import annotations
+
+from ..dtypes import FP8_E4M3_MAX, INT_RANGE, check_dtype, is_float
+from ..errors import LanguageError
+from ..ir.expr import Expr, as_expr, binary, call
+from ..ir.expr import cast as _cast
+from .tensor import IterVar, Reduce
+
+
+def _reduction(combiner: str, expr, axis) -> Reduce:
+    axes = tuple(axis) if isinstance(axis, (list, tuple)) else (axis,)
+    if not axes or not all(isinstance(a, IterVar) and a.kind == "reduce" for a in axes):
+        raise LanguageError(f"tc.{combiner}: axis= must be one or more tc.reduce_axis, got {axis!r}")
+    return Reduce(combiner, as_expr(expr), axes)
+
+
+def sum(expr, axis) -> Reduce:  # noqa: A001 - mirrors numpy's name on purpose
+    """Sum of ``expr`` over the reduction axes, accumulated in ``expr``'s dtype."""
+    return _reduction("sum", expr, axis)
+
+
+def max(expr, axis) -> Reduce:  # noqa: A001
+    """Maximum of ``expr`` over the reduction axes."""
+    return _reduction("max", expr, axis)
+
+
+def min(expr, axis) -> Reduce:  # noqa: A001
+    """Minimum of ``expr`` over the reduction axes."""
+    return _reduction("min", expr, axis)
+
+
+def cast(x, dtype: str) -> Expr:
+    """Convert to ``dtype``: a rounding point (round to nearest even for floats;
+    toward zero and saturating for float -> int; saturating to +-448 for float8_e4m3)."""
+    return _cast(x, dtype)
+
+
+def _float(x) -> Expr:
+    e = as_expr(x)
+    if not is_float(e.dtype):
+        raise LanguageError(f"expected a floating-point expression, got {e.dtype}")
+    return e
+
+
+def exp(x) -> Expr:
+    """e ** x."""
+    return call("exp", _float(x))
+
+
+def sigmoid(x) -> Expr:
+    """1 / (1 + exp(-x))."""
+    return call("sigmoid", _float(x))
+
+
+def silu(x) -> Expr:
+    """x * sigmoid(x), computed in float32 and rounded once to x's dtype."""
+    return call("silu", _float(x))
+
+
+def abs(x) -> Expr:  # noqa: A001
+    """|x|."""
+    return call("abs", as_expr(x))
+
+
+def round(x) -> Expr:  # noqa: A001
+    """Round half to even (numpy's rint)."""
+    return call("round", _float(x))
+
+
+def maximum(a, b) -> Expr:
+    """Elementwise max of two expressions."""
+    return binary("max", a, b)
+
+
+def minimum(a, b) -> Expr:
+    """Elementwise min of two expressions."""
+    return binary("min", a, b)
+
+
+def clamp(x, lo, hi) -> Expr:
+    """min(max(x, lo), hi)."""
+    return minimum(maximum(x, lo), hi)
+
+
+def quantize(x, scale, dtype: str) -> Expr:
+    """Quantize ``x`` with ``scale`` (a float or a scalar expression such as ``R[i] / 448.0``).
+
+    ``"int8"``: ``clamp(round(x / scale), -128, 127)``; ``"float8_e4m3"``: ``x / scale``
+    saturated to +-448 and rounded to nearest even. The division is done in float32.
+    """
+    check_dtype(dtype)
+    scaled = binary("/", _cast(_float(x), "float32"), _cast(as_expr(scale), "float32"))
+    if dtype == "int8":
+        lo, hi = INT_RANGE["int8"]
+        return _cast(clamp(round(scaled), float(lo), float(hi)), "int8")
+    if dtype == "float8_e4m3":
+        return _cast(clamp(scaled, -FP8_E4M3_MAX, FP8_E4M3_MAX), "float8_e4m3")
+    raise LanguageError(f"tc.quantize supports 'int8' and 'float8_e4m3', not {dtype!r}")

@@ -1,0 +1,97 @@
+"""Lowering: schedule -> loop-nest IR (``tc.lower``).
+
+The steps, in order:
+
+1. ``check_schedule``   placements and bindings that cannot be lowered at all
+2. ``BoundInference``   the region, loops and storage of every stage
+3. ``NestBuilder``      one kernel per root stage, everything placed inside it
+4. ``KERNEL_PASSES``    launch sizes, guards for bound loops, index simplification
+
+``lower(s, trace=print)`` prints the IR after every step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..errors import ScheduleError
+from ..ir.expr import Load
+from ..ir.stmt import Buffer, Kernel, Program, Store
+from ..ir.visitor import walk
+from ..lang.tensor import Tensor
+from .bounds import BoundInference, check_bindings
+from .nest import NestBuilder
+from .passes import KERNEL_PASSES
+
+
+def _root_of(stage) -> object:
+    seen = set()
+    while stage.attach.kind in ("at", "reverse_at"):
+        if stage in seen:
+            raise ScheduleError(f"the placement of {stage.name} is circular")
+        seen.add(stage)
+        stage = stage.attach.stage
+    return stage
+
+
+def check_schedule(s) -> dict:
+    """Placement errors that no lowering could get around; returns stage -> kernel root."""
+    kernel_of = {}
+    for st in s.stages:
+        if st.attach.kind == "inline":
+            continue
+        root = _root_of(st)
+        if root.attach.kind == "inline":
+            raise ScheduleError(f"{st.name} is placed inside {root.name}, which is inlined")
+        kernel_of[st] = root
+        if st.attach.kind == "root" and st.scope in ("shared", "local"):
+            raise ScheduleError(
+                f"{st.name} lives in {st.scope} memory but is computed at root; place it inside a "
+                f"kernel with s[{st.name!r}].compute_at(consumer_stage, loop)")
+    check_bindings(s, kernel_of)
+    return kernel_of
+
+
+def lower(s, trace=None) -> Program:
+    """The loop-nest IR of a schedule; ``print(tc.lower(s))`` shows it."""
+    kernel_of = check_schedule(s)
+    bounds = BoundInference(s)
+    for st in kernel_of:
+        bounds.layout(st)
+    global_buffers: dict = {p: Buffer(p.name, p.dtype, p.shape, "global") for p in s.placeholders}
+    for st, layout in bounds.layouts.items():
+        if layout.scope == "global":
+            global_buffers[st.tensor] = layout.buffer
+    builder = NestBuilder(s, bounds.layouts, global_buffers)
+    inputs = tuple(global_buffers[p] for p in sorted(s.placeholders, key=lambda t: t.op.order))
+    outputs = tuple(global_buffers[t] for t in s.outputs)
+    kernels = []
+    for st in s.stages:
+        if st.attach.kind != "root":
+            continue
+        body = builder.stage_stmt(st)
+        kernel = Kernel(f"k_{st.name}", _params(body, inputs + outputs), body)
+        if trace:
+            trace(f"# after building the nest of {st.name}\n{kernel}")
+        for name, fn in KERNEL_PASSES:
+            kernel = fn(kernel)
+            if trace:
+                trace(f"# after {name}\n{kernel}")
+        kernels.append(kernel)
+    intermediates = tuple(b for t, b in global_buffers.items()
+                          if b not in inputs and b not in outputs and isinstance(t, Tensor)
+                          and any(b in k.params for k in kernels))
+    return Program(tuple(kernels), inputs, outputs, intermediates)
+
+
+def _params(body, order) -> tuple:
+    used = []
+    for node in walk(body):
+        buf = node.buffer if isinstance(node, (Load, Store)) else None
+        if buf is not None and buf.scope == "global" and buf not in used:
+            used.append(buf)
+    ordered = [b for b in order if b in used] + [b for b in used if b not in order]
+    return tuple(ordered)
+
+
+__all__ = ["lower", "check_schedule"]

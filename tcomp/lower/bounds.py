@@ -1,0 +1,218 @@
+"""Bound inference: the loops, extents and storage of every stage.
+
+For a stage computed at a consumer's loop, the region it must compute is the
+union of what the consumer reads in one iteration of that loop: the consumer's
+loops outside (and at) the attach point are fixed, those inside range fully.
+Loops bound to threads stay fixed for local storage and are relaxed (range
+fully) for shared storage, since one shared buffer serves every thread of the
+block. For a stage placed with ``reverse_compute_at``, the region is what the
+producer has completed in one iteration of its loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..errors import LoweringError, ScheduleError
+from ..ir.expr import Expr, IntImm, Var, binary, compare
+from ..ir.simplify import simplify
+from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Buffer
+from ..ir.visitor import substitute, walk
+from ..lang.tensor import TensorRead
+from ..schedule.stage import Fuse, Split, Stage
+from .inline import expand_inline
+from .intervals import Interval, interval, union, upper_bound
+
+
+@dataclass(frozen=True)
+class StageLayout:
+    """What lowering needs to know about one (non-inlined) stage."""
+
+    stage: Stage
+    body: Expr  # the stage's expression with inlined stages substituted
+    ranges: dict  # root axis (spatial and reduce) -> Interval of absolute indices
+    extents: dict  # leaf loop var -> constant extent
+    values: dict  # root axis -> absolute index as an expression of the leaf loop vars
+    predicates: tuple  # conditions on the leaf vars under which an iteration is real
+    buffer: Buffer | None
+    scope: str
+
+
+def storage_scope(stage: Stage) -> str:
+    if stage.attach.kind == "at":
+        return stage.scope or "local"
+    return "global"
+
+
+class BoundInference:
+    def __init__(self, schedule):
+        self.schedule = schedule
+        self.layouts: dict = {}
+        self.bodies = {st: expand_inline(st.op.body, schedule)
+                       for st in schedule.stages if st.attach.kind != "inline"}
+        self.var_extents: dict = {}  # every leaf loop var seen so far -> extent
+
+    def layout(self, stage: Stage) -> StageLayout:
+        if stage not in self.layouts:
+            self.layouts[stage] = None  # marks "in progress" to catch cycles
+            self.layouts[stage] = self._compute(stage)
+        elif self.layouts[stage] is None:
+            raise ScheduleError(f"the placement of {stage.name} is circular "
+                                "(it is computed inside a stage that is computed inside it)")
+        return self.layouts[stage]
+
+    # ------------------------------------------------------------------ per stage
+
+    def _compute(self, stage: Stage) -> StageLayout:
+        kind = stage.attach.kind
+        if kind == "root":
+            ranges = {ax: Interval(IntImm(0), ax.extent) for ax in stage.root_axes + stage.reduce_axes}
+        elif kind == "at":
+            ranges = self._ranges_at(stage)
+        elif kind == "reverse_at":
+            ranges = self._ranges_reverse_at(stage)
+        else:
+            raise LoweringError(f"stage {stage.name} is inlined and has no loops")
+        extents, values = _leaf_structure(stage, ranges)
+        self.var_extents.update(extents)
+        predicates = self._predicates(stage, ranges, extents, values)
+        scope = storage_scope(stage)
+        if scope == "global":
+            buffer = Buffer(stage.name, stage.tensor.dtype, stage.tensor.shape, "global")
+        else:
+            shape = tuple(ranges[ax].extent for ax in stage.root_axes)
+            buffer = Buffer(stage.name, stage.tensor.dtype, shape, scope)
+        return StageLayout(stage, self.bodies[stage], ranges, extents, values, predicates, buffer, scope)
+
+    def _predicates(self, stage, ranges, extents, values) -> tuple:
+        preds = []
+        # tails of splits whose factor does not divide the extent
+        loop_values = _loop_values(stage, extents)
+        for rel in stage.relations:
+            if isinstance(rel, Split) and rel.parent not in stage.root_axes:
+                parent_extent = _relation_extent(stage, rel.parent, ranges, extents)
+                if parent_extent % rel.factor != 0 and parent_extent > rel.factor:
+                    preds.append(compare("<", loop_values[rel.parent], parent_extent))
+        # a split of a root axis whose factor does not divide the region, or a region that
+        # runs past the tensor's edge (a tile of a size no tile divides)
+        all_extents = {**self.var_extents, **extents}
+        for ax in stage.root_axes + stage.reduce_axes:
+            limit = ax.extent
+            rel_hi = upper_bound(loop_values[ax], all_extents)
+            if rel_hi is None or rel_hi >= ranges[ax].extent:
+                preds.append(compare("<", loop_values[ax], ranges[ax].extent))
+            hi = upper_bound(values[ax], all_extents)
+            if hi is None or hi >= limit:
+                preds.append(compare("<", values[ax], limit))
+        return tuple(preds)
+
+    def _reads_of(self, producer: Stage, consumer: Stage) -> list:
+        body = self.bodies[consumer]
+        return [n for n in walk(body) if isinstance(n, TensorRead) and n.tensor is producer.tensor]
+
+    def _ranges_at(self, stage: Stage) -> dict:
+        consumer, axis = stage.attach.stage, stage.attach.axis
+        if consumer.attach.kind == "inline":
+            raise ScheduleError(f"{stage.name} is computed at a loop of {consumer.name}, which is inlined "
+                                "and has no loops")
+        readers = [st for st in self.bodies if st is not stage and self._reads_of(stage, st)]
+        if consumer not in readers:
+            raise ScheduleError(f"{stage.name} is computed at {consumer.name}.{axis.name}, but "
+                                f"{consumer.name} does not read {stage.name}")
+        others = [st.name for st in readers if st is not consumer]
+        if others:
+            raise ScheduleError(f"{stage.name} is computed at {consumer.name}.{axis.name}, but "
+                                f"{', '.join(others)} also read it; compute it at root or give each "
+                                "reader its own copy with cache_read")
+        clayout = self.layout(consumer)
+        env = self._loop_env(consumer, clayout, axis, relax_threads=storage_scope(stage) == "shared")
+        reads = self._reads_of(stage, consumer)
+        ranges = {}
+        for dim, ax in enumerate(stage.root_axes):
+            ivs = [interval(substitute(r.indices[dim], clayout.values), env) for r in reads]
+            ranges[ax] = union(ivs)
+        for ax in stage.reduce_axes:
+            ranges[ax] = Interval(IntImm(0), ax.extent)
+        return ranges
+
+    def _ranges_reverse_at(self, stage: Stage) -> dict:
+        producer, axis = stage.attach.stage, stage.attach.axis
+        reads = self._reads_of(producer, stage)
+        if not reads:
+            raise ScheduleError(f"{stage.name} is placed in {producer.name}.{axis.name} with "
+                                f"reverse_compute_at, but it does not read {producer.name}")
+        players = self.layout(producer)
+        env = self._loop_env(producer, players, axis, relax_threads=False)
+        produced = [interval(players.values[ax], env) for ax in producer.root_axes]
+        ranges = {}
+        for ax in stage.root_axes:
+            dims = {dim for r in reads for dim, ix in enumerate(r.indices) if ix is ax}
+            if len(dims) > 1:
+                raise LoweringError(f"{stage.name} reads {producer.name} with axis {ax.name} in two "
+                                    "dimensions; reverse_compute_at needs a one-to-one access")
+            ranges[ax] = produced[dims.pop()] if dims else Interval(IntImm(0), ax.extent)
+        for r in reads:
+            for dim, ix in enumerate(r.indices):
+                if ix not in stage.root_axes:
+                    raise LoweringError(
+                        f"reverse_compute_at of {stage.name} needs it to read {producer.name} at its own "
+                        f"axes; it reads {producer.name}[{', '.join(str(i) for i in r.indices)}]")
+        for ax in stage.reduce_axes:
+            ranges[ax] = Interval(IntImm(0), ax.extent)
+        return ranges
+
+    def _loop_env(self, stage: Stage, layout: StageLayout, axis, relax_threads: bool) -> dict:
+        """Intervals of ``stage``'s leaf vars for one iteration of its loop ``axis``."""
+        pos = stage.leaf_vars.index(axis)
+        env = {}
+        for n, v in enumerate(stage.leaf_vars):
+            tag = stage.bindings.get(v, "")
+            fixed = n <= pos and not (relax_threads and tag in THREAD_TAGS)
+            env[v] = Interval(v, 1) if fixed else Interval(IntImm(0), layout.extents[v])
+        return env
+
+
+def _relation_extent(stage, var, ranges, extents) -> int:
+    if var in ranges:
+        return ranges[var].extent
+    return extents[var]
+
+
+def _leaf_structure(stage: Stage, ranges: dict):
+    """Extents of every loop var, and each root axis as an expression of the leaf vars."""
+    extents = {ax: ranges[ax].extent for ax in stage.root_axes + stage.reduce_axes}
+    for rel in stage.relations:
+        if isinstance(rel, Split):
+            e = extents[rel.parent]
+            extents[rel.outer] = -(-e // rel.factor)
+            extents[rel.inner] = min(rel.factor, e)
+        else:
+            extents[rel.fused] = extents[rel.outer] * extents[rel.inner]
+    values = _loop_values(stage, extents)
+    absolute = {ax: simplify(binary("+", ranges[ax].min, values[ax]))
+                for ax in stage.root_axes + stage.reduce_axes}
+    return extents, absolute
+
+
+def _loop_values(stage: Stage, extents: dict) -> dict:
+    """Each var of the stage (root or intermediate) as an expression of the leaf vars,
+    relative to the start of the stage's region."""
+    values: dict = {v: v for v in stage.leaf_vars}
+    for rel in reversed(stage.relations):
+        if isinstance(rel, Split):
+            values[rel.parent] = simplify(binary("+", binary("*", values[rel.outer], rel.factor),
+                                                 values[rel.inner]))
+        else:
+            fused = values[rel.fused]
+            values[rel.outer] = simplify(binary("//", fused, extents[rel.inner]))
+            values[rel.inner] = simplify(binary("%", fused, extents[rel.inner]))
+    return values
+
+
+def check_bindings(schedule, kernel_of: dict) -> None:
+    for st in schedule.stages:
+        for var, tag in st.bindings.items():
+            if tag in BLOCK_TAGS and st.attach.kind != "root":
+                raise ScheduleError(
+                    f"{st.name}.{var.name} is bound to {tag}, but {st.name} is computed inside "
+                    f"{kernel_of[st].name}'s kernel; only the kernel's root stage can bind blocks")

@@ -1,0 +1,150 @@
+"""Build the loop nest of every kernel from the stage layouts.
+
+A kernel is a root stage with every stage placed (transitively) inside it.
+Producers computed at a loop come first in that loop's body, behind a barrier
+when their storage is shared; consumers placed with reverse_compute_at come
+last. A reduction's initialization sits just before its outermost reduction
+loop, inside the spatial loops that come after it.
+"""
+
+from __future__ import annotations
+
+from ..errors import InternalError, LoweringError
+from ..ir.expr import Expr, FloatImm, IntImm, Load, binary, cast, logical_and
+from ..ir.simplify import simplify
+from ..ir.stmt import Allocate, Barrier, Buffer, For, Stmt, Store, seq
+from ..ir.visitor import free_vars, rewrite, substitute
+from ..lang.tensor import Reduce, TensorRead
+from ..schedule.stage import Stage
+from .bounds import StageLayout
+
+
+class NestBuilder:
+    def __init__(self, schedule, layouts: dict, global_buffers: dict):
+        self.schedule = schedule
+        self.layouts = layouts
+        self.global_buffers = global_buffers  # tensor -> global Buffer
+        self.attached_at: dict = {}  # (stage, leaf var) -> [stages computed there]
+        self.reverse_at: dict = {}
+        for st in schedule.stages:
+            key = (st.attach.stage, st.attach.axis)
+            if st.attach.kind == "at":
+                self.attached_at.setdefault(key, []).append(st)
+            elif st.attach.kind == "reverse_at":
+                self.reverse_at.setdefault(key, []).append(st)
+
+    # ------------------------------------------------------------------ expressions
+
+    def load(self, read: TensorRead) -> Expr:
+        """A read of a tensor in the lowered program: a flat load from its buffer."""
+        t = read.tensor
+        stage = self.schedule.stage_of(t)
+        if stage is None or stage.attach.kind in ("root", "reverse_at"):
+            buf = self.global_buffers[t]
+            return Load(buf, flat_index(read.indices, None, buf.shape))
+        layout = self.layouts[stage]
+        mins = [layout.ranges[ax].min for ax in stage.root_axes]
+        return Load(layout.buffer, flat_index(read.indices, mins, layout.buffer.shape))
+
+    def lower_expr(self, e: Expr, values: dict) -> Expr:
+        """Substitute loop values for the stage's axes and turn tensor reads into loads."""
+        e = substitute(e, values)
+        return rewrite(e, lambda n: self.load(n) if isinstance(n, TensorRead) else None)
+
+    # ------------------------------------------------------------------ statements
+
+    def stage_stmt(self, stage: Stage) -> Stmt:
+        layout: StageLayout = self.layouts[stage]
+        body = layout.body
+        buf = layout.buffer
+        mins = None if layout.scope == "global" else [layout.ranges[ax].min for ax in stage.root_axes]
+        index = flat_index([layout.values[ax] for ax in stage.root_axes], mins, buf.shape)
+        reduce_leaves = [v for v in stage.leaf_vars if v.kind == "reduce"]
+        preds = list(_dedupe(layout.predicates))
+        if isinstance(body, Reduce):
+            source = self.lower_expr(body.source, layout.values)
+            current = Load(buf, index)
+            update_value = _combine(body.combiner, current, source)
+            innermost = Store(buf, index, update_value, logical_and(*preds))
+            reduce_set = set(reduce_leaves) | {ax for ax in stage.reduce_axes}
+            init_preds = [p for p in preds if not (free_vars(p) & reduce_set)]
+            init = Store(buf, index, _identity(body.combiner, body.dtype), logical_and(*init_preds))
+        else:
+            innermost = Store(buf, index, self.lower_expr(body, layout.values), logical_and(*preds))
+            init = None
+        first_reduce = stage.leaf_vars.index(reduce_leaves[0]) if reduce_leaves else None
+        stmt = innermost
+        for pos in reversed(range(len(stage.leaf_vars))):
+            var = stage.leaf_vars[pos]
+            stmt = self._loop(stage, layout, var, stmt)
+            if pos == first_reduce:
+                init_nest = init
+                for v in reversed(stage.leaf_vars[pos + 1:]):
+                    if v.kind != "reduce":
+                        init_nest = For(v, layout.extents[v], _loop_kind(stage, v), init_nest)
+                stmt = seq(init_nest, stmt)
+        return stmt
+
+    def _loop(self, stage: Stage, layout: StageLayout, var, inner: Stmt) -> Stmt:
+        extent = layout.extents[var]
+        pre, allocs, barriers = [], [], False
+        for p in self.attached_at.get((stage, var), []):
+            pl = self.layouts[p]
+            allocs.append(pl.buffer)
+            pre.append(self.stage_stmt(p))
+            if pl.scope == "shared":
+                pre.append(Barrier())
+                barriers = True
+        post = [self.stage_stmt(c) for c in self.reverse_at.get((stage, var), [])]
+        trailing = [Barrier()] if barriers and extent > 1 else []
+        body = seq(*pre, inner, *post, *trailing)
+        for b in reversed(allocs):
+            body = Allocate(b, body)
+        return For(var, extent, _loop_kind(stage, var), body)
+
+
+def _dedupe(preds):
+    seen = set()
+    for p in preds:
+        key = str(p)
+        if key not in seen:
+            seen.add(key)
+            yield p
+
+
+def _loop_kind(stage: Stage, var) -> str:
+    return stage.bindings.get(var) or stage.annotations.get(var) or "serial"
+
+
+def flat_index(indices, mins, shape) -> Expr:
+    """Row-major flat index of ``indices`` (minus the region's ``mins``) in a buffer of ``shape``."""
+    if len(indices) != len(shape):
+        raise InternalError(f"{len(indices)} indices for a buffer of rank {len(shape)}")
+    result: Expr = IntImm(0)
+    for d, ix in enumerate(indices):
+        if mins is not None:
+            ix = binary("-", ix, mins[d])
+        result = binary("+", binary("*", result, shape[d]), ix)
+    return simplify(result)
+
+
+def _identity(combiner: str, dtype: str) -> Expr:
+    from ..dtypes import INT_RANGE, is_float
+
+    if combiner == "sum":
+        return cast(IntImm(0), dtype) if not is_float(dtype) else FloatImm(0.0, dtype)
+    if is_float(dtype):
+        return FloatImm(float("-inf") if combiner == "max" else float("inf"), dtype)
+    lo, hi = INT_RANGE[dtype]
+    return IntImm(lo if combiner == "max" else hi, dtype)
+
+
+def _combine(combiner: str, acc: Expr, value: Expr) -> Expr:
+    if combiner == "sum":
+        return binary("+", acc, value)
+    if combiner in ("max", "min"):
+        return binary(combiner, acc, value)
+    raise LoweringError(f"unknown reduction {combiner}")
+
+
+__all__ = ["NestBuilder", "flat_index", "Buffer"]

@@ -1,0 +1,65 @@
+"""Passes over the loop-nest IR, each a pure function Kernel -> Kernel."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..ir.expr import And, compare, logical_and
+from ..ir.simplify import simplify
+from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, For, Kernel, Store
+from ..ir.visitor import map_children, rewrite, walk
+
+
+def infer_launch(kernel: Kernel) -> Kernel:
+    """Grid and block sizes: the largest extent bound to each block/thread index."""
+    grid, block = [1, 1, 1], [1, 1, 1]
+    for node in walk(kernel.body):
+        if isinstance(node, For) and node.kind in BLOCK_TAGS + THREAD_TAGS:
+            dims, tags = (grid, BLOCK_TAGS) if node.kind in BLOCK_TAGS else (block, THREAD_TAGS)
+            d = tags.index(node.kind)
+            dims[d] = max(dims[d], node.extent)
+    return replace(kernel, grid=tuple(grid), block=tuple(block))
+
+
+def guard_bound_loops(kernel: Kernel) -> Kernel:
+    """A loop bound to threads with a smaller extent than the block has threads in that
+    dimension: guard every store under it, so surplus threads do nothing (and still reach
+    the barriers)."""
+    sizes = dict(zip(BLOCK_TAGS, kernel.grid)) | dict(zip(THREAD_TAGS, kernel.block))
+
+    def visit(stmt, guards):
+        if isinstance(stmt, For) and stmt.kind in sizes and stmt.extent < sizes[stmt.kind]:
+            guards = guards + (compare("<", stmt.var, stmt.extent),)
+        if isinstance(stmt, Store):
+            if not guards:
+                return stmt
+            return replace(stmt, predicate=logical_and(*guards, stmt.predicate))
+        return map_children(stmt, lambda c: visit(c, guards) if not hasattr(c, "dtype") else c)
+
+    return replace(kernel, body=visit(kernel.body, ()))
+
+
+def simplify_indices(kernel: Kernel) -> Kernel:
+    """Canonical affine form for every integer expression."""
+
+    def fn(node):
+        if isinstance(node, Store):
+            pred = simplify_pred(node.predicate) if node.predicate is not None else None
+            return replace(node, index=simplify(node.index), value=simplify(node.value), predicate=pred)
+        return None
+
+    return replace(kernel, body=rewrite(kernel.body, lambda n: fn(n) if isinstance(n, Store) else None))
+
+
+def simplify_pred(p):
+    if isinstance(p, And):
+        return And(simplify_pred(p.a), simplify_pred(p.b))
+    return simplify(p)
+
+
+#: the ordered pass list applied to every kernel after the loop nests are built
+KERNEL_PASSES = (
+    ("infer_launch", infer_launch),
+    ("guard_bound_loops", guard_bound_loops),
+    ("simplify_indices", simplify_indices),
+)

@@ -1,0 +1,202 @@
+"""The Schedule: one Stage per compute tensor of an algorithm, plus cache stages."""
+
+from __future__ import annotations
+
+from ..errors import ScheduleError
+from ..ir.visitor import rewrite, walk
+from ..lang.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor, TensorRead, compute, tensor_inputs
+from .stage import SCOPES, Stage, primitive
+from .trace import TracePrinter
+
+
+def create_schedule(out) -> "Schedule":
+    """A schedule with one stage for every compute that ``out`` depends on, all at root."""
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    for t in outs:
+        if not isinstance(t, Tensor) or not isinstance(t.op, ComputeOp):
+            raise ScheduleError(f"create_schedule needs compute tensors, got {t!r}")
+    return Schedule(outs)
+
+
+class Schedule:
+    """How to compute an algorithm: ``s[tensor]`` is the stage of that tensor."""
+
+    def __init__(self, outputs: list):
+        self.outputs = outputs
+        self.trace: list = []
+        self._depth = 0
+        order: list = []
+        for out in outputs:
+            for t in tensor_inputs(out):
+                if t not in order:
+                    order.append(t)
+        self.placeholders = [t for t in order if isinstance(t.op, PlaceholderOp)]
+        self.stages: list[Stage] = [Stage(self, t) for t in order if isinstance(t.op, ComputeOp)]
+
+    # ------------------------------------------------------------------ lookup
+
+    def __getitem__(self, key) -> Stage:
+        if isinstance(key, Stage):
+            return key
+        if isinstance(key, str):
+            matches = [st for st in self.stages if st.name == key]
+            if len(matches) == 1:
+                return matches[0]
+            if any(p.name == key for p in self.placeholders):
+                raise ScheduleError(f"{key} is an input placeholder; it has no stage to schedule")
+            if not matches:
+                names = ", ".join(st.name for st in self.stages)
+                raise ScheduleError(f"no stage named {key!r}; the stages are {names}")
+            raise ScheduleError(f"several stages are named {key!r}; index the schedule with the tensor")
+        if isinstance(key, Tensor):
+            for st in self.stages:
+                if st.tensor is key:
+                    return st
+            if key in self.placeholders:
+                raise ScheduleError(f"{key.name} is an input placeholder; it has no stage to schedule")
+            raise ScheduleError(f"tensor {key.name} is not part of this schedule")
+        raise ScheduleError(f"index a schedule with a tensor or its name, got {key!r}")
+
+    def _stage_arg(self, value, what: str) -> Stage:
+        if isinstance(value, Stage):
+            if value.schedule is not self:
+                raise ScheduleError(f"{what} {value.name} belongs to another schedule")
+            return value
+        return self[value]
+
+    def _tensor_arg(self, value) -> Tensor:
+        if isinstance(value, Tensor):
+            return value
+        if isinstance(value, Stage):
+            return value.tensor
+        if isinstance(value, str):
+            for p in self.placeholders:
+                if p.name == value:
+                    return p
+            return self[value].tensor
+        raise ScheduleError(f"expected a tensor or its name, got {value!r}")
+
+    def stage_of(self, tensor: Tensor) -> Stage | None:
+        for st in self.stages:
+            if st.tensor is tensor:
+                return st
+        return None
+
+    def consumers(self, tensor: Tensor) -> list[Stage]:
+        """Stages whose expression reads ``tensor``."""
+        return [st for st in self.stages if tensor in st.op.input_tensors()]
+
+    def _unique_name(self, base: str) -> str:
+        names = {st.name for st in self.stages} | {p.name for p in self.placeholders}
+        name, n = base, 1
+        while name in names:
+            n += 1
+            name = f"{base}{n}"
+        return name
+
+    # ------------------------------------------------------------------ cache primitives
+
+    @primitive
+    def cache_read(self, tensor, scope: str, readers) -> Tensor:
+        """A copy of ``tensor`` in ``scope`` ("shared" or "local") that ``readers`` read instead.
+
+        The new stage starts at root; place it with ``compute_at`` inside a reader's loop
+        and bind its loops to threads for a cooperative fill::
+
+            AS = s.cache_read(A, "shared", [C]); s[AS].compute_at(s[C], ko)
+        """
+        tensor = self._tensor_arg(tensor)
+        if scope not in ("shared", "local"):
+            raise ScheduleError(f"cache_read scope must be 'shared' or 'local', got {scope!r}")
+        if not isinstance(readers, (list, tuple)) or not readers:
+            raise ScheduleError("cache_read needs a non-empty list of reader stages")
+        reader_stages = [self._stage_arg(r, "reader") for r in readers]
+        for r in reader_stages:
+            if tensor not in r.op.input_tensors():
+                raise ScheduleError(f"stage {r.name} does not read {tensor.name}")
+        name = self._unique_name(f"{tensor.name}_{scope}")
+        cache = compute(tensor.shape, lambda *idx: tensor[idx], name=name)
+        for r in reader_stages:
+            r.op = _replace_reads(r.op, tensor, cache)
+        stage = Stage(self, cache)
+        stage.scope = scope
+        stage.is_cache = True
+        first = min(self.stages.index(r) for r in reader_stages)
+        self.stages.insert(first, stage)
+        return cache
+
+    @primitive
+    def cache_write(self, tensor, scope: str) -> Tensor:
+        """Compute ``tensor`` into a ``scope`` buffer first ("local" or "shared"), then copy it out.
+
+        The new stage takes over the expression (and the reduction axes); the original
+        stage becomes the copy. Call it before any other primitive on that stage::
+
+            CL = s.cache_write(C, "local"); s[CL].compute_at(s[C], tx)
+        """
+        tensor = self._tensor_arg(tensor)
+        stage = self[tensor]
+        if scope not in ("shared", "local"):
+            raise ScheduleError(f"cache_write scope must be 'local' or 'shared', got {scope!r}")
+        if stage.relations or stage.bindings or stage.annotations or stage.attach.kind != "root" \
+                or stage.leaf_vars != list(stage.root_axes) + list(stage.reduce_axes):
+            raise ScheduleError(f"cache_write({tensor.name}) must come before the other primitives "
+                                f"on stage {tensor.name}")
+        name = self._unique_name(f"{tensor.name}_{scope}")
+        old = stage.op
+        fresh = tuple(IterVar(a.name, "int32", a.extent, "spatial") for a in old.axis)
+        from ..ir.visitor import substitute
+
+        body = substitute(old.body, dict(zip(old.axis, fresh)))
+        cache = Tensor(name, tensor.shape, tensor.dtype, None)
+        cache.op = ComputeOp(name, fresh, old.reduce_axis, body)
+        cache.op.output = cache
+        copy_body = TensorRead(cache, tuple(old.axis))
+        stage.op = ComputeOp(old.name, old.axis, (), copy_body)
+        stage.op.output = tensor
+        stage.reduce_axes = ()
+        stage.leaf_vars = list(stage.root_axes)
+        cache_stage = Stage(self, cache)
+        cache_stage.scope = scope
+        cache_stage.is_cache = True
+        self.stages.insert(self.stages.index(stage), cache_stage)
+        return cache
+
+    # ------------------------------------------------------------------ trace
+
+    def trace_source(self, with_sites: bool = True) -> str:
+        """The primitive calls so far, as a replayable ``def schedule(s, out):``."""
+        return TracePrinter(self).source(self.trace, with_sites)
+
+    def __str__(self) -> str:
+        return self.trace_source()
+
+
+def _replace_reads(op: ComputeOp, old: Tensor, new: Tensor) -> ComputeOp:
+    body = rewrite(op.body, lambda n: TensorRead(new, n.indices)
+                   if isinstance(n, TensorRead) and n.tensor is old else None)
+    new_op = ComputeOp(op.name, op.axis, op.reduce_axis, body)
+    new_op.output = op.output
+    return new_op
+
+
+def replay(source: str, out, outputs_of=None) -> Schedule:
+    """Run a saved ``def schedule(s, out)`` on a fresh schedule of ``out``."""
+    namespace: dict = {}
+    try:
+        exec(compile(source, "<schedule>", "exec"), namespace)
+    except SyntaxError as err:
+        raise ScheduleError(f"the schedule does not parse: {err}") from None
+    fn = namespace.get("schedule")
+    if not callable(fn):
+        raise ScheduleError("the schedule source defines no function schedule(s, out)")
+    s = create_schedule(out)
+    fn(s, out)
+    return s
+
+
+def stage_reads(stage: Stage) -> list:
+    return [n for n in walk(stage.op.body) if isinstance(n, TensorRead)]
+
+
+__all__ = ["Schedule", "create_schedule", "replay", "SCOPES"]

@@ -1,0 +1,324 @@
+"""A stage: the schedule of one compute, and the primitives that change it.
+
+A stage starts with one loop per axis of its compute (spatial axes, then reduce
+axes). ``split``, ``tile`` and ``fuse`` replace loops by new ones (recorded as
+relations, so every loop variable remains an expression of the original axes);
+``reorder`` permutes them; ``compute_at``/``reverse_compute_at``/``compute_inline``/
+``compute_root`` decide where the stage is computed; ``bind``, ``unroll`` and
+``vectorize`` say how a loop runs.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from ..errors import ScheduleError
+from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
+from ..lang.tensor import IterVar
+from .trace import TraceEntry, user_call_site
+
+
+@dataclass(frozen=True)
+class Split:
+    parent: IterVar
+    outer: IterVar
+    inner: IterVar
+    factor: int
+
+
+@dataclass(frozen=True)
+class Fuse:
+    outer: IterVar
+    inner: IterVar
+    fused: IterVar
+
+
+@dataclass(frozen=True)
+class Attach:
+    """Where a stage is computed: its own kernel (root), inside another stage's loop
+    (at: producer placed in a consumer; reverse_at: consumer placed in a producer),
+    or substituted into its consumers (inline)."""
+
+    kind: str  # "root" | "inline" | "at" | "reverse_at"
+    stage: "Stage | None" = None
+    axis: IterVar | None = None
+    site: object = None
+
+
+SCOPES = ("global", "shared", "local")
+
+
+def primitive(method):
+    """Record a call in the schedule's trace and prefix errors with the call and its site."""
+
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        sched = self.schedule if hasattr(self, "schedule") else self
+        site = user_call_site()
+        sched._depth += 1
+        try:
+            result = method(self, *args, **kwargs)
+        except ScheduleError as err:
+            if sched._depth == 1 and not getattr(err, "_located", False):
+                where = f"s[{self.name!r}]" if hasattr(self, "schedule") else "s"
+                shown = ", ".join(_show(a) for a in args)
+                err = type(err)(f"{where}.{method.__name__}({shown}) at {site}: {err}")
+                err._located = True
+                raise err from None
+            raise
+        finally:
+            sched._depth -= 1
+        if sched._depth == 0:
+            results = result if isinstance(result, tuple) else (result,)
+            call_args = args + tuple(kwargs.values())
+            sched.trace.append(TraceEntry(self, method.__name__, call_args, results, site))
+        return result
+
+    return wrapper
+
+
+def _show(value) -> str:
+    if isinstance(value, IterVar):
+        return value.name
+    if hasattr(value, "name") and hasattr(value, "schedule"):
+        return f"s[{value.name!r}]"
+    if hasattr(value, "name") and hasattr(value, "shape"):
+        return value.name
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_show(v) for v in value) + "]"
+    return repr(value)
+
+
+class Stage:
+    """The schedule of one compute tensor. Obtain it as ``s[tensor]``."""
+
+    def __init__(self, schedule, tensor):
+        self.schedule = schedule
+        self.tensor = tensor
+        self.op = tensor.op
+        self.root_axes: tuple = tuple(self.op.axis)
+        self.reduce_axes: tuple = tuple(self.op.reduce_axis)
+        self.relations: list = []
+        self.leaf_vars: list = list(self.root_axes) + list(self.reduce_axes)
+        self.attach = Attach("root")
+        self.scope: str | None = None
+        self.bindings: dict = {}
+        self.annotations: dict = {}
+        self.is_cache = False
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def name(self) -> str:
+        return self.tensor.name
+
+    @property
+    def axis(self) -> tuple:
+        """The spatial loop handles, one per dimension of the tensor."""
+        return self.root_axes
+
+    @property
+    def reduce_axis(self) -> tuple:
+        """The reduction loop handles."""
+        return self.reduce_axes
+
+    def all_vars(self) -> list:
+        out = list(self.root_axes) + list(self.reduce_axes)
+        for rel in self.relations:
+            out += [rel.outer, rel.inner] if isinstance(rel, Split) else [rel.fused]
+        return out
+
+    def __repr__(self) -> str:
+        return f"Stage({self.name})"
+
+    def _leaf(self, axis, what: str = "axis") -> IterVar:
+        if not isinstance(axis, IterVar):
+            raise ScheduleError(f"{what} must be a loop handle of stage {self.name}, got {axis!r}")
+        if axis in self.leaf_vars:
+            return axis
+        for st in self.schedule.stages:
+            if st is not self and axis in st.all_vars():
+                raise ScheduleError(f"{axis.name} is a loop of stage {st.name}, not of {self.name}")
+        if axis in self.all_vars():
+            raise ScheduleError(f"loop {axis.name} of {self.name} was already split or fused; "
+                                f"its loops now are {', '.join(v.name for v in self.leaf_vars)}")
+        raise ScheduleError(f"{axis.name} is not a loop of stage {self.name}")
+
+    def _fresh_name(self, base: str) -> str:
+        taken = {v.name for v in self.all_vars()}
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}{n}"
+        return name
+
+    # ------------------------------------------------------------------ loop primitives
+
+    @primitive
+    def split(self, axis, factor):
+        """Split loop ``axis`` into ``outer`` and ``inner`` with ``inner`` of extent ``factor``.
+
+        Before::   for i in range(N): body(i)
+        After::    for i_o in range(ceil(N / factor)):
+                       for i_i in range(factor):
+                           if i_o * factor + i_i < N: body(i_o * factor + i_i)
+        The guard appears only when ``factor`` does not divide the extent.
+        """
+        axis = self._leaf(axis)
+        if not isinstance(factor, int) or isinstance(factor, bool) or factor <= 0:
+            raise ScheduleError(f"split factor must be a positive int, got {factor!r}")
+        outer = IterVar(self._fresh_name(f"{axis.name}_o"), "int32", -(-axis.extent // factor), axis.kind)
+        inner = IterVar(self._fresh_name(f"{axis.name}_i"), "int32", min(factor, axis.extent), axis.kind)
+        self.relations.append(Split(axis, outer, inner, factor))
+        pos = self.leaf_vars.index(axis)
+        self.leaf_vars[pos:pos + 1] = [outer, inner]
+        return outer, inner
+
+    @primitive
+    def tile(self, x, y, x_factor, y_factor):
+        """Split ``x`` and ``y`` and order the loops ``x_o, y_o, x_i, y_i``.
+
+        Before::   for i: for j: body
+        After::    for i_o: for j_o: for i_i in range(x_factor): for j_i in range(y_factor): body
+        """
+        x, y = self._leaf(x, "x"), self._leaf(y, "y")
+        if x is y:
+            raise ScheduleError("tile needs two different loops")
+        xo, xi = self.split(x, x_factor)
+        yo, yi = self.split(y, y_factor)
+        self.reorder(xo, yo, xi, yi)
+        return xo, yo, xi, yi
+
+    @primitive
+    def reorder(self, *axes):
+        """Put the given loops in the given order, in the positions they occupy now.
+
+        Before::   for a: for b: for c: body      (reorder(c, a))
+        After::    for c: for b: for a: body
+        """
+        if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
+            axes = tuple(axes[0])
+        leaves = [self._leaf(a) for a in axes]
+        if len(set(leaves)) != len(leaves):
+            raise ScheduleError("reorder lists a loop more than once")
+        positions = sorted(self.leaf_vars.index(a) for a in leaves)
+        for pos, var in zip(positions, leaves):
+            self.leaf_vars[pos] = var
+
+    @primitive
+    def fuse(self, outer, inner):
+        """Fuse two adjacent loops into one of extent ``extent(outer) * extent(inner)``.
+
+        Before::   for a in range(A): for b in range(B): body(a, b)
+        After::    for ab in range(A * B): body(ab // B, ab % B)
+        """
+        outer, inner = self._leaf(outer, "outer"), self._leaf(inner, "inner")
+        po, pi = self.leaf_vars.index(outer), self.leaf_vars.index(inner)
+        if pi != po + 1:
+            raise ScheduleError(f"fuse needs adjacent loops with {outer.name} directly outside "
+                                f"{inner.name}; the loop order is {', '.join(v.name for v in self.leaf_vars)}")
+        if outer.kind != inner.kind:
+            raise ScheduleError("cannot fuse a spatial loop with a reduction loop")
+        fused = IterVar(self._fresh_name(f"{outer.name}_{inner.name}_f"), "int32",
+                        outer.extent * inner.extent, outer.kind)
+        self.relations.append(Fuse(outer, inner, fused))
+        self.leaf_vars[po:pi + 1] = [fused]
+        return fused
+
+    @primitive
+    def bind(self, axis, thread_tag: str):
+        """Map a loop onto the GPU's blocks or threads (``blockIdx.x`` ... ``threadIdx.z``).
+
+        The loop is not executed as a loop any more: its variable is the block or
+        thread index, and the launch gets at least its extent of blocks/threads.
+        """
+        axis = self._leaf(axis)
+        if thread_tag not in BLOCK_TAGS + THREAD_TAGS:
+            raise ScheduleError(f"unknown thread tag {thread_tag!r}; use one of "
+                                f"{', '.join(BLOCK_TAGS + THREAD_TAGS)}")
+        if axis in self.bindings:
+            raise ScheduleError(f"loop {axis.name} is already bound to {self.bindings[axis]}")
+        for other, tag in self.bindings.items():
+            if tag == thread_tag:
+                raise ScheduleError(f"{thread_tag} is already bound to loop {other.name} of {self.name}")
+        if axis in self.annotations:
+            raise ScheduleError(f"loop {axis.name} is marked {self.annotations[axis]} and cannot be bound")
+        self.bindings[axis] = thread_tag
+
+    def _annotate(self, axis, kind: str):
+        axis = self._leaf(axis)
+        if axis in self.bindings:
+            raise ScheduleError(f"loop {axis.name} is bound to {self.bindings[axis]} and cannot be {kind}ed")
+        self.annotations[axis] = kind
+
+    @primitive
+    def unroll(self, axis):
+        """Unroll loop ``axis`` completely in the generated code (its extent must be a constant)."""
+        self._annotate(axis, "unroll")
+
+    @primitive
+    def vectorize(self, axis):
+        """Mark the innermost loop ``axis`` for vector code: unrolled, with contiguous
+        accesses left side by side so the compiler can use 64/128-bit memory operations."""
+        self._annotate(axis, "vectorize")
+
+    # ------------------------------------------------------------------ placement primitives
+
+    def _check_placeable(self):
+        if self.tensor in self.schedule.outputs:
+            raise ScheduleError(f"{self.name} is an output of the schedule; it is always computed at root")
+
+    @primitive
+    def compute_at(self, consumer, axis):
+        """Compute this stage inside loop ``axis`` of ``consumer``: for each iteration of
+        that loop, the region of this tensor that the iteration needs is computed first,
+        into storage local to the loop.
+
+        Before::   for i: P[i] = f(i)          for io: for ii: C[..] = g(P[io*4 + ii])
+        After::    for io: (for ii: P_local[ii] = f(io*4 + ii)); for ii: C[..] = g(P_local[ii])
+        """
+        self._check_placeable()
+        consumer = self.schedule._stage_arg(consumer, "consumer")
+        if consumer is self:
+            raise ScheduleError("a stage cannot be computed at one of its own loops")
+        axis = consumer._leaf(axis)
+        if axis in consumer.reduce_axes or axis.kind == "reduce":
+            pass  # legal or not is the legality checker's call; lowering supports it
+        self.attach = Attach("at", consumer, axis, user_call_site())
+
+    @primitive
+    def reverse_compute_at(self, producer, axis):
+        """Compute this (consumer) stage inside loop ``axis`` of ``producer``, right after
+        the producer has computed that iteration's part: epilogue fusion.
+
+        Before::   for i: P[i] = f(i)          for i: C[i] = g(P[i])
+        After::    for io: (for ii: P[io*4+ii] = f(..)); (for ii: C[io*4+ii] = g(P[io*4+ii]))
+        """
+        producer = self.schedule._stage_arg(producer, "producer")
+        if producer is self:
+            raise ScheduleError("a stage cannot be computed at one of its own loops")
+        axis = producer._leaf(axis)
+        self.attach = Attach("reverse_at", producer, axis, user_call_site())
+
+    @primitive
+    def compute_inline(self):
+        """Substitute this stage's expression into every use; it gets no storage.
+        Casts inside it stay where they are: inlining never removes a rounding point."""
+        self._check_placeable()
+        if self.op.reduction is not None:
+            raise ScheduleError(f"{self.name} is a reduction and cannot be inlined; use compute_at")
+        self.attach = Attach("inline", site=user_call_site())
+
+    @primitive
+    def compute_root(self):
+        """Compute this stage in a kernel of its own, into a global intermediate buffer."""
+        self.attach = Attach("root", site=user_call_site())
+
+    @primitive
+    def set_scope(self, scope: str):
+        """Storage of this stage's buffer when it is computed at another stage's loop:
+        ``"local"`` (registers, per thread) or ``"shared"`` (one copy per block)."""
+        if scope not in SCOPES:
+            raise ScheduleError(f"unknown storage scope {scope!r}; use one of {', '.join(SCOPES)}")
+        self.scope = scope
