@@ -279,7 +279,8 @@ class KernelWriter:
             if isinstance(node, Allocate):
                 b = node.buffer
                 kind = "shared" if b.scope == "shared" else "local"
-                self.emit(f"{self.name(b, b.name)} = cuda.{kind}.array({b.size}, {REGISTER_TYPE[b.dtype]})", 1)
+                align = ", alignment=16" if b.scope == "shared" and not self.simulator else ""
+                self.emit(f"{self.name(b, b.name)} = cuda.{kind}.array({b.size}, {REGISTER_TYPE[b.dtype]}{align})", 1)
         self.stmt(k.body, 1)
         if len(self.lines) == body_lines_start:
             self.emit("pass", 1)

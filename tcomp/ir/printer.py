@@ -1,4 +1,10 @@
-"""Text form of expressions, statements and programs (what ``tc.lower`` prints)."""
+"""Text form of expressions, statements and programs (what ``tc.lower`` prints).
+
+Loop variables of different stages often share a name (every stage has an ``i``).
+Where a loop's variable would shadow a different variable of the same name that is
+already in scope, the printer shows it with a suffix (``i_2``), so that every index
+expression in the printout means one thing.
+"""
 
 from __future__ import annotations
 
@@ -7,67 +13,88 @@ from .expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load
 _PREC = {"max": 100, "min": 100, "*": 20, "/": 20, "//": 20, "%": 20, "+": 10, "-": 10}
 
 
-def expr_to_str(e: Expr, parent_prec: int = 0) -> str:
+def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str:
+    """``e`` as text; ``names`` maps variables to the names they are shown with."""
     from ..lang.tensor import Reduce, TensorRead  # the language's own nodes
 
+    names = {} if names is None else names
+
+    def sub(x, prec=0):
+        return expr_to_str(x, prec, names)
+
     if isinstance(e, Var):
-        return e.name
+        return names.get(e, e.name)
     if isinstance(e, IntImm):
         return str(e.value) if e.dtype == "int32" else f"{e.dtype}({e.value})"
     if isinstance(e, FloatImm):
         return repr(e.value) if e.dtype == "float32" else f"{e.dtype}({e.value!r})"
     if isinstance(e, Binary):
         if e.op in ("max", "min"):
-            return f"{e.op}({expr_to_str(e.a)}, {expr_to_str(e.b)})"
+            return f"{e.op}({sub(e.a)}, {sub(e.b)})"
         prec = _PREC[e.op]
         right_prec = prec + 1  # a - (b - c) keeps its parentheses
-        text = f"{expr_to_str(e.a, prec)} {e.op} {expr_to_str(e.b, right_prec)}"
+        text = f"{sub(e.a, prec)} {e.op} {sub(e.b, right_prec)}"
         return f"({text})" if prec < parent_prec else text
     if isinstance(e, Compare):
-        return f"{expr_to_str(e.a, 5)} {e.op} {expr_to_str(e.b, 5)}"
+        return f"{sub(e.a, 5)} {e.op} {sub(e.b, 5)}"
     if isinstance(e, And):
-        return f"{expr_to_str(e.a)} and {expr_to_str(e.b)}"
+        return f"{sub(e.a)} and {sub(e.b)}"
     if isinstance(e, Call):
-        return f"{e.name}({', '.join(expr_to_str(a) for a in e.args)})"
+        return f"{e.name}({', '.join(sub(a) for a in e.args)})"
     if isinstance(e, Cast):
-        return f"{e.dtype}({expr_to_str(e.value)})"
+        return f"{e.dtype}({sub(e.value)})"
     if isinstance(e, Select):
-        return f"select({expr_to_str(e.cond)}, {expr_to_str(e.a)}, {expr_to_str(e.b)})"
+        return f"select({sub(e.cond)}, {sub(e.a)}, {sub(e.b)})"
     if isinstance(e, Load):
-        return f"{e.buffer.name}[{expr_to_str(e.index)}]"
+        return f"{e.buffer.name}[{sub(e.index)}]"
     if isinstance(e, TensorRead):
-        return f"{e.tensor.name}[{', '.join(expr_to_str(i) for i in e.indices)}]"
+        return f"{e.tensor.name}[{', '.join(sub(i) for i in e.indices)}]"
     if isinstance(e, Reduce):
         axes = ", ".join(a.name for a in e.axes)
-        return f"{e.combiner}({expr_to_str(e.source)}, axis=[{axes}])"
+        return f"{e.combiner}({sub(e.source)}, axis=[{axes}])"
     return repr(e)
 
 
-def stmt_to_str(s, indent: int = 0) -> str:
+def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
+    """``s`` as text; ``names`` maps the variables of enclosing loops to their shown names."""
     from .stmt import Allocate, Barrier, For, Kernel, Seq, Store
 
+    names = {} if names is None else names
     pad = "  " * indent
     if isinstance(s, Seq):
-        return "\n".join(stmt_to_str(x, indent) for x in s.stmts)
+        return "\n".join(stmt_to_str(x, indent, names) for x in s.stmts)
     if isinstance(s, For):
+        inner = _bind_loop_var(names, s.var)
         kind = "" if s.kind == "serial" else f"  # {s.kind}"
-        return f"{pad}for {s.var.name} in range({s.extent}):{kind}\n{stmt_to_str(s.body, indent + 1)}"
+        head = f"{pad}for {inner[s.var]} in range({s.extent}):{kind}"
+        return f"{head}\n{stmt_to_str(s.body, indent + 1, inner)}"
     if isinstance(s, Store):
-        line = f"{s.buffer.name}[{expr_to_str(s.index)}] = {expr_to_str(s.value)}"
+        index, value = expr_to_str(s.index, 0, names), expr_to_str(s.value, 0, names)
+        line = f"{s.buffer.name}[{index}] = {value}"
         if s.predicate is not None:
-            return f"{pad}if {expr_to_str(s.predicate)}:\n{pad}  {line}"
+            return f"{pad}if {expr_to_str(s.predicate, 0, names)}:\n{pad}  {line}"
         return pad + line
     if isinstance(s, Allocate):
         b = s.buffer
         shape = "x".join(str(d) for d in b.shape)
-        return f"{pad}{b.name} = alloc {b.scope} {b.dtype}[{shape}]\n{stmt_to_str(s.body, indent)}"
+        return f"{pad}{b.name} = alloc {b.scope} {b.dtype}[{shape}]\n{stmt_to_str(s.body, indent, names)}"
     if isinstance(s, Barrier):
         return f"{pad}syncthreads()"
     if isinstance(s, Kernel):
         params = ", ".join(p.name for p in s.params)
         head = f"{pad}kernel {s.name}({params})  # grid={s.grid} block={s.block}"
-        return f"{head}\n{stmt_to_str(s.body, indent + 1)}"
+        return f"{head}\n{stmt_to_str(s.body, indent + 1, {})}"
     return pad + repr(s)
+
+
+def _bind_loop_var(names: dict, var: Var) -> dict:
+    """``names`` plus a shown name for ``var`` that no other variable in scope shows."""
+    taken = {shown for v, shown in names.items() if v is not var}
+    shown, n = var.name, 1
+    while shown in taken:
+        n += 1
+        shown = f"{var.name}_{n}"
+    return {**names, var: shown}
 
 
 def program_to_str(p) -> str:

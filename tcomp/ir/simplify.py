@@ -50,6 +50,32 @@ def linear_form(e: Expr) -> LinearForm:
     return {simplify_children(e): 1}, 0
 
 
+def _merge_div_mod(terms: dict, constant: int) -> LinearForm:
+    """Rewrite ``(x // d) * c*d + (x % d) * c`` as ``x * c`` (what fused loops produce)."""
+    changed = True
+    while changed:
+        changed = False
+        for div in list(terms):
+            if not (isinstance(div, Binary) and div.op == "//" and isinstance(div.b, IntImm)):
+                continue
+            d = div.b.value
+            for mod in list(terms):
+                if (isinstance(mod, Binary) and mod.op == "%" and isinstance(mod.b, IntImm)
+                        and mod.b.value == d and str(mod.a) == str(div.a)
+                        and terms[div] == terms[mod] * d):
+                    c = terms.pop(mod)
+                    terms.pop(div)
+                    inner_terms, inner_const = linear_form(div.a)
+                    for atom, coef in inner_terms.items():
+                        terms[atom] = terms.get(atom, 0) + coef * c
+                    constant += inner_const * c
+                    changed = True
+                    break
+            if changed:
+                break
+    return {k: v for k, v in terms.items() if v != 0}, constant
+
+
 def from_linear(terms: dict, constant: int, dtype: str = "int32") -> Expr:
     result: Expr | None = None
     for atom, coef in terms.items():
@@ -79,7 +105,7 @@ def simplify(e: Expr) -> Expr:
     if e.dtype in ("int32", "int8") and isinstance(e, (Binary, IntImm, Var)):
         if isinstance(e, Binary) and e.op in ("max", "min", "/"):
             return simplify_children(e)
-        terms, constant = linear_form(e)
+        terms, constant = _merge_div_mod(*linear_form(e))
         return from_linear(terms, constant, e.dtype)
     return simplify_children(e)
 

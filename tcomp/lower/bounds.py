@@ -38,6 +38,13 @@ class StageLayout:
     scope: str
 
 
+def storage_axes(stage: Stage) -> tuple:
+    """The stage's axes in the order its buffer stores them (outermost first)."""
+    if stage.storage_axes is not None and storage_scope(stage) != "global":
+        return stage.storage_axes
+    return stage.root_axes
+
+
 def storage_scope(stage: Stage) -> str:
     if stage.attach.kind == "at":
         return stage.scope or "local"
@@ -80,7 +87,7 @@ class BoundInference:
         if scope == "global":
             buffer = Buffer(stage.name, stage.tensor.dtype, stage.tensor.shape, "global")
         else:
-            shape = tuple(ranges[ax].extent for ax in stage.root_axes)
+            shape = tuple(ranges[ax].extent for ax in storage_axes(stage))
             buffer = Buffer(stage.name, stage.tensor.dtype, shape, scope)
         return StageLayout(stage, self.bodies[stage], ranges, extents, values, predicates, buffer, scope)
 
@@ -116,24 +123,46 @@ class BoundInference:
             raise ScheduleError(f"{stage.name} is computed at a loop of {consumer.name}, which is inlined "
                                 "and has no loops")
         readers = [st for st in self.bodies if st is not stage and self._reads_of(stage, st)]
-        if consumer not in readers:
+        if not readers:
             raise ScheduleError(f"{stage.name} is computed at {consumer.name}.{axis.name}, but "
-                                f"{consumer.name} does not read {stage.name}")
-        others = [st.name for st in readers if st is not consumer]
-        if others:
-            raise ScheduleError(f"{stage.name} is computed at {consumer.name}.{axis.name}, but "
-                                f"{', '.join(others)} also read it; compute it at root or give each "
-                                "reader its own copy with cache_read")
+                                f"neither {consumer.name} nor any stage placed inside it reads {stage.name}")
         clayout = self.layout(consumer)
-        env = self._loop_env(consumer, clayout, axis, relax_threads=storage_scope(stage) == "shared")
-        reads = self._reads_of(stage, consumer)
-        ranges = {}
-        for dim, ax in enumerate(stage.root_axes):
-            ivs = [interval(substitute(r.indices[dim], clayout.values), env) for r in reads]
-            ranges[ax] = union(ivs)
+        shared = storage_scope(stage) == "shared"
+        env = self._loop_env(consumer, clayout, axis, relax_threads=shared)
+        if shared:
+            env.update(self._enclosing_thread_loops(consumer))
+        per_dim: list = [[] for _ in stage.root_axes]
+        for reader in readers:
+            for inner in self._path_inside(reader, consumer, axis, stage):
+                env.update({v: Interval(IntImm(0), e) for v, e in self.layout(inner).extents.items()})
+            rlayout = self.layout(reader)
+            for r in self._reads_of(stage, reader):
+                for dim in range(len(stage.root_axes)):
+                    per_dim[dim].append(interval(substitute(r.indices[dim], rlayout.values), env))
+        ranges = {ax: union(ivs) for ax, ivs in zip(stage.root_axes, per_dim)}
         for ax in stage.reduce_axes:
             ranges[ax] = Interval(IntImm(0), ax.extent)
         return ranges
+
+    def _path_inside(self, reader: Stage, consumer: Stage, axis, producer: Stage) -> list:
+        """The stages from ``reader`` up to (not including) ``consumer``, when ``reader`` is
+        placed inside ``consumer``'s loop ``axis``; a ScheduleError when it is not."""
+        path, st = [], reader
+        while st is not consumer:
+            if st.attach.kind not in ("at", "reverse_at"):
+                raise ScheduleError(
+                    f"{producer.name} is computed at {consumer.name}.{axis.name}, but {reader.name} "
+                    f"also reads it and is not computed inside that loop; compute {producer.name} at "
+                    "root or give each reader its own copy with cache_read")
+            path.append(st)
+            parent = st.attach.stage
+            if parent is consumer and consumer.leaf_vars.index(st.attach.axis) < \
+                    consumer.leaf_vars.index(axis):
+                raise ScheduleError(
+                    f"{producer.name} is computed at {consumer.name}.{axis.name}, inside the loop "
+                    f"{st.attach.axis.name} where its reader {st.name} is computed")
+            st = parent
+        return path
 
     def _ranges_reverse_at(self, stage: Stage) -> dict:
         producer, axis = stage.attach.stage, stage.attach.axis
@@ -160,6 +189,18 @@ class BoundInference:
         for ax in stage.reduce_axes:
             ranges[ax] = Interval(IntImm(0), ax.extent)
         return ranges
+
+    def _enclosing_thread_loops(self, stage: Stage) -> dict:
+        """Thread-bound loops of the stages that ``stage`` is (transitively) placed in:
+        one shared buffer serves all of their threads."""
+        env = {}
+        while stage.attach.kind in ("at", "reverse_at"):
+            stage = stage.attach.stage
+            layout = self.layout(stage)
+            for v, tag in stage.bindings.items():
+                if tag in THREAD_TAGS:
+                    env[v] = Interval(IntImm(0), layout.extents[v])
+        return env
 
     def _loop_env(self, stage: Stage, layout: StageLayout, axis, relax_threads: bool) -> dict:
         """Intervals of ``stage``'s leaf vars for one iteration of its loop ``axis``."""

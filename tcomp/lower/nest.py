@@ -16,7 +16,7 @@ from ..ir.stmt import Allocate, Barrier, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import free_vars, rewrite, substitute
 from ..lang.tensor import Reduce, TensorRead
 from ..schedule.stage import Stage
-from .bounds import StageLayout
+from .bounds import StageLayout, storage_axes
 
 
 class NestBuilder:
@@ -43,8 +43,14 @@ class NestBuilder:
             buf = self.global_buffers[t]
             return Load(buf, flat_index(read.indices, None, buf.shape))
         layout = self.layouts[stage]
-        mins = [layout.ranges[ax].min for ax in stage.root_axes]
-        return Load(layout.buffer, flat_index(read.indices, mins, layout.buffer.shape))
+        return Load(layout.buffer, self.region_index(stage, layout, read.indices))
+
+    def region_index(self, stage: Stage, layout: StageLayout, indices) -> Expr:
+        """Flat index into a stage's region buffer, in the buffer's storage order."""
+        by_axis = dict(zip(stage.root_axes, indices))
+        order = storage_axes(stage)
+        mins = [layout.ranges[ax].min for ax in order]
+        return flat_index([by_axis[ax] for ax in order], mins, layout.buffer.shape)
 
     def lower_expr(self, e: Expr, values: dict) -> Expr:
         """Substitute loop values for the stage's axes and turn tensor reads into loads."""
@@ -57,8 +63,11 @@ class NestBuilder:
         layout: StageLayout = self.layouts[stage]
         body = layout.body
         buf = layout.buffer
-        mins = None if layout.scope == "global" else [layout.ranges[ax].min for ax in stage.root_axes]
-        index = flat_index([layout.values[ax] for ax in stage.root_axes], mins, buf.shape)
+        values = [layout.values[ax] for ax in stage.root_axes]
+        if layout.scope == "global":
+            index = flat_index(values, None, buf.shape)
+        else:
+            index = self.region_index(stage, layout, values)
         reduce_leaves = [v for v in stage.leaf_vars if v.kind == "reduce"]
         preds = list(_dedupe(layout.predicates))
         if isinstance(body, Reduce):

@@ -7,7 +7,7 @@ from dataclasses import replace
 from ..ir.expr import And, compare, logical_and
 from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, For, Kernel, Store
-from ..ir.visitor import map_children, rewrite, walk
+from ..ir.visitor import free_vars, map_children, rewrite, walk
 
 
 def infer_launch(kernel: Kernel) -> Kernel:
@@ -23,17 +23,22 @@ def infer_launch(kernel: Kernel) -> Kernel:
 
 def guard_bound_loops(kernel: Kernel) -> Kernel:
     """A loop bound to threads with a smaller extent than the block has threads in that
-    dimension: guard every store under it, so surplus threads do nothing (and still reach
-    the barriers)."""
+    dimension: guard the stores under it that depend on its variable, so surplus threads
+    write nothing (and still reach the barriers). A store that does not mention the
+    variable writes the same value from every thread, or only the thread's own registers,
+    and needs no guard; this is what lets a shared buffer be filled by all threads of a
+    block inside a consumer's smaller thread loop."""
     sizes = dict(zip(BLOCK_TAGS, kernel.grid)) | dict(zip(THREAD_TAGS, kernel.block))
 
     def visit(stmt, guards):
         if isinstance(stmt, For) and stmt.kind in sizes and stmt.extent < sizes[stmt.kind]:
             guards = guards + (compare("<", stmt.var, stmt.extent),)
         if isinstance(stmt, Store):
-            if not guards:
+            used = free_vars(stmt)
+            relevant = [g for g in guards if g.a in used]
+            if not relevant:
                 return stmt
-            return replace(stmt, predicate=logical_and(*guards, stmt.predicate))
+            return replace(stmt, predicate=logical_and(*relevant, stmt.predicate))
         return map_children(stmt, lambda c: visit(c, guards) if not hasattr(c, "dtype") else c)
 
     return replace(kernel, body=visit(kernel.body, ()))

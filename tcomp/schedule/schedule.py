@@ -6,7 +6,7 @@ from ..errors import ScheduleError
 from ..ir.visitor import rewrite, walk
 from ..lang.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor, TensorRead, compute, tensor_inputs
 from .stage import SCOPES, Stage, primitive
-from .trace import TracePrinter
+from .trace import TracePrinter, user_call_site
 
 
 def create_schedule(out) -> "Schedule":
@@ -36,6 +36,16 @@ class Schedule:
     # ------------------------------------------------------------------ lookup
 
     def __getitem__(self, key) -> Stage:
+        """The stage of a tensor (or of the tensor with that name)."""
+        try:
+            return self._lookup(key)
+        except ScheduleError as err:
+            if self._depth:  # inside a primitive, which names its own call
+                raise
+            shown = repr(key) if isinstance(key, str) else getattr(key, "name", repr(key))
+            raise ScheduleError(f"s[{shown}] at {user_call_site()}: {err}") from None
+
+    def _lookup(self, key) -> Stage:
         if isinstance(key, Stage):
             return key
         if isinstance(key, str):

@@ -62,7 +62,7 @@ def primitive(method):
         except ScheduleError as err:
             if sched._depth == 1 and not getattr(err, "_located", False):
                 where = f"s[{self.name!r}]" if hasattr(self, "schedule") else "s"
-                shown = ", ".join(_show(a) for a in args)
+                shown = ", ".join([_show(a) for a in args] + [f"{k}={_show(v)}" for k, v in kwargs.items()])
                 err = type(err)(f"{where}.{method.__name__}({shown}) at {site}: {err}")
                 err._located = True
                 raise err from None
@@ -70,9 +70,10 @@ def primitive(method):
         finally:
             sched._depth -= 1
         if sched._depth == 0:
-            results = result if isinstance(result, tuple) else (result,)
-            call_args = args + tuple(kwargs.values())
-            sched.trace.append(TraceEntry(self, method.__name__, call_args, results, site))
+            unpack = isinstance(result, tuple)
+            results = result if unpack else (result,)
+            sched.trace.append(TraceEntry(self, method.__name__, args, results, site,
+                                          tuple(kwargs.items()), unpack))
         return result
 
     return wrapper
@@ -106,6 +107,7 @@ class Stage:
         self.bindings: dict = {}
         self.annotations: dict = {}
         self.is_cache = False
+        self.storage_axes: tuple | None = None  # dimension order of the stage's buffer
 
     # ------------------------------------------------------------------ inspection
 
@@ -314,6 +316,22 @@ class Stage:
     def compute_root(self):
         """Compute this stage in a kernel of its own, into a global intermediate buffer."""
         self.attach = Attach("root", site=user_call_site())
+
+    @primitive
+    def storage_order(self, *axes):
+        """Lay out this stage's buffer with its dimensions in the given order of its axes
+        (the last varies fastest). ``storage_order(k, i)`` on a cached 128x8 tile of A
+        stores it transposed, so that a thread's 8 values of one k are contiguous.
+
+        Before::   A_shared[i * 8 + k]
+        After::    A_shared[k * 128 + i]
+        """
+        if len(axes) == 1 and isinstance(axes[0], (list, tuple)):
+            axes = tuple(axes[0])
+        if sorted(id(a) for a in axes) != sorted(id(a) for a in self.root_axes):
+            names = ", ".join(a.name for a in self.root_axes)
+            raise ScheduleError(f"storage_order needs each of {self.name}'s axes ({names}) exactly once")
+        self.storage_axes = tuple(axes)
 
     @primitive
     def set_scope(self, scope: str):

@@ -43,6 +43,8 @@ class TraceEntry:
     args: tuple
     results: tuple  # handles (IterVars) or tensors the call returned
     site: CallSite
+    kwargs: tuple = ()  # (name, value) pairs of the arguments given by keyword
+    unpack: bool = True  # the call returned a tuple (``a, b = ...``), not one value
 
 
 def handle_name(stage_name: str, var_name: str) -> str:
@@ -97,7 +99,7 @@ class TracePrinter:
         from ..lang.tensor import IterVar
         from .stage import Stage
 
-        args = ", ".join(self.arg(a) for a in e.args)
+        args = ", ".join([self.arg(a) for a in e.args] + [f"{k}={self.arg(v)}" for k, v in e.kwargs])
         target = f"s[{e.target.name!r}]" if isinstance(e.target, Stage) else "s"
         call = f"{target}.{e.method}({args})"
         handles = [r for r in e.results if isinstance(r, IterVar)]
@@ -105,7 +107,7 @@ class TracePrinter:
             st = self._stage_of(handles[0])
             names = [handle_name(st.name, h.name) for h in handles]
             self.known.update(handles)
-            lhs = ", ".join(names) + ("," if len(names) == 1 else "")
+            lhs = ", ".join(names) + ("," if e.unpack and len(names) == 1 else "")
             call = f"{lhs} = {call}"
         site = f"  # {os.path.basename(e.site.filename)}:{e.site.lineno}" if with_sites else ""
         self.lines.append(f"    {call}{site}")

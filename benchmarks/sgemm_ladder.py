@@ -1,0 +1,113 @@
+"""The SGEMM ladder on the GPU: each rung's TFLOP/s and its ratio to cuBLAS fp32,
+plus the fused matmul + SiLU + int8 example against PyTorch eager, all in one run.
+
+    python benchmarks/sgemm_ladder.py [--size 4096] [--repeat 20] [--rungs naive,shared,...]
+
+Every rung is checked against a float64 reference (outputs poisoned with NaN first).
+cuBLAS runs through torch with TF32 off, in the same process, on the same inputs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+
+def time_cuda(fn, repeat: int, warmup: int = 3) -> float:
+    """Median seconds of ``fn`` over ``repeat`` runs, each timed with CUDA events."""
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / 1e3)
+    return statistics.median(times)
+
+
+def main(argv=None) -> int:
+    import torch
+
+    import sgemm_ladder as ladder
+    import matmul_silu_quant as fused
+    import tcomp as tc
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--rungs", default=",".join(ladder.SCHEDULES))
+    args = parser.parse_args(argv)
+    n = args.size
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(n, n, device="cuda", generator=gen)
+    b = torch.randn(n, n, device="cuda", generator=gen)
+    ref = (a.double() @ b.double())
+    flops = 2.0 * n ** 3
+    t_cublas = time_cuda(lambda: torch.matmul(a, b), args.repeat)
+    print(f"cuBLAS fp32 (TF32 off): {t_cublas * 1e3:.3f} ms  {flops / t_cublas / 1e12:.1f} TFLOP/s", flush=True)
+    rows = []
+    for name in args.rungs.split(","):
+        C = ladder.algorithm(n, n, n)
+        s = tc.create_schedule(C)
+        ladder.SCHEDULES[name](s, C)
+        t0 = time.time()
+        mod = tc.build(s)
+        c = torch.full((n, n), float("nan"), device="cuda")
+        mod(a, b, c)
+        torch.cuda.synchronize()
+        compile_s = time.time() - t0
+        err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+        ok = bool(torch.isfinite(c).all()) and err < 1e-5
+        t = time_cuda(lambda: mod(a, b, c), args.repeat)
+        rows.append((name, t, flops / t / 1e12, t_cublas / t, ok, err, compile_s))
+        print(f"{name:14s} {t * 1e3:8.3f} ms {flops / t / 1e12:6.2f} TFLOP/s  {t_cublas / t:5.2f}x cuBLAS  "
+              f"correct={ok} (rel err {err:.1e}) build {compile_s:.1f}s", flush=True)
+
+    # fused matmul + SiLU + int8 against PyTorch eager doing the same in fp32
+    Q = fused.algorithm(n, n, n)
+    s = tc.create_schedule(Q)
+    fused.schedule(s, Q)
+    mod = tc.build(s)
+    q = torch.full((n, n), -99, dtype=torch.int8, device="cuda")
+    mod(a, b, q)
+
+    def eager():
+        y = torch.nn.functional.silu(torch.matmul(a, b))
+        return torch.clamp(torch.round(y / fused.SCALE), -128, 127).to(torch.int8)
+
+    q_ref = eager()
+    y64 = torch.nn.functional.silu(ref)
+    q64 = torch.clamp(torch.round(y64 / fused.SCALE), -128, 127).to(torch.int8)
+    diff = (q.int() - q64.int()).abs()
+    t_fused = time_cuda(lambda: mod(a, b, q), args.repeat)
+    t_eager = time_cuda(eager, args.repeat)
+    print(f"fused matmul+SiLU+int8: {t_fused * 1e3:.3f} ms; PyTorch eager fp32: {t_eager * 1e3:.3f} ms; "
+          f"speed-up {t_eager / t_fused:.2f}x; int8 vs float64 reference: max |diff| {diff.max().item()}, "
+          f"{(diff > 0).float().mean().item() * 100:.4f}% differ (eager: "
+          f"{((q_ref.int() - q64.int()).abs() > 0).float().mean().item() * 100:.4f}%)")
+
+    print("\n| rung | ms | TFLOP/s | x cuBLAS | correct |")
+    print("| --- | ---: | ---: | ---: | --- |")
+    print(f"| cuBLAS fp32 | {t_cublas * 1e3:.3f} | {flops / t_cublas / 1e12:.1f} | 1.00 | reference |")
+    for name, t, tf, ratio, ok, err, _ in rows:
+        print(f"| {name} | {t * 1e3:.3f} | {tf:.2f} | {ratio:.2f} | {ok} |")
+    return 0 if all(r[4] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The SGEMM worklog's kernels as tcomp schedules of one fp32 matmul algorithm.
+
+Each ``schedule_*`` function reproduces one rung of the worklog (seeds/sgemm-worklog.txt):
+naive, coalesced, shared-memory blocking, 1D blocktiling, 2D blocktiling, 2D blocktiling
+with a transposed A tile and vector loads, and warptiling. ``schedule`` is the best one.
+
+    tcomp check examples/sgemm_ladder.py
+    python benchmarks/sgemm_ladder.py          # on a GPU
+"""
+
+import tcomp as tc
+
+
+def algorithm(M=4096, N=4096, K=4096):
+    """C = A @ B in float32."""
+    A = tc.placeholder((M, K), "float32", name="A")
+    B = tc.placeholder((K, N), "float32", name="B")
+    k = tc.reduce_axis(K, name="k")
+    return tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * B[k, j], axis=k), name="C")
+
+
+def _register_accumulator(s, out):
+    """Accumulate in registers (the worklog's ``float acc``) and write C once."""
+    CL = s.cache_write(out, "local")
+    return CL
+
+
+def schedule_naive(s, out):
+    """Kernel 1: one thread per element, threadIdx.x picks the row (uncoalesced)."""
+    CL = _register_accumulator(s, out)
+    i, j = s[out].axis
+    bi, bj, ti, tj = s[out].tile(i, j, 32, 32)
+    s[out].bind(bi, "blockIdx.x")
+    s[out].bind(bj, "blockIdx.y")
+    s[out].bind(ti, "threadIdx.x")
+    s[out].bind(tj, "threadIdx.y")
+    s[CL].compute_at(s[out], tj)
+
+
+def schedule_coalesced(s, out):
+    """Kernel 2: consecutive threads own consecutive columns, so loads of B coalesce."""
+    CL = _register_accumulator(s, out)
+    i, j = s[out].axis
+    bi, bj, ti, tj = s[out].tile(i, j, 32, 32)
+    s[out].bind(bi, "blockIdx.y")
+    s[out].bind(bj, "blockIdx.x")
+    s[out].bind(ti, "threadIdx.y")
+    s[out].bind(tj, "threadIdx.x")
+    s[CL].compute_at(s[out], tj)
+
+
+def _cooperative_fill(s, cache, threads_y, threads_x):
+    """Spread a shared tile's fill over the block's threads, consecutive threads on
+    consecutive elements of a row (coalesced)."""
+    a, b = s[cache].axis
+    fused = s[cache].fuse(a, b)
+    rest, tid = s[cache].split(fused, threads_y * threads_x)
+    ty, tx = s[cache].split(tid, threads_x)
+    s[cache].bind(ty, "threadIdx.y")
+    s[cache].bind(tx, "threadIdx.x")
+    s[cache].unroll(rest)
+
+
+def schedule_shared(s, out, tile=32):
+    """Kernel 3: the block stages 32x32 chunks of A and B in shared memory."""
+    CL = _register_accumulator(s, out)
+    AS = s.cache_read("A", "shared", [CL])
+    BS = s.cache_read("B", "shared", [CL])
+    i, j = s[out].axis
+    bi, bj, ti, tj = s[out].tile(i, j, tile, tile)
+    s[out].bind(bi, "blockIdx.y")
+    s[out].bind(bj, "blockIdx.x")
+    s[out].bind(ti, "threadIdx.y")
+    s[out].bind(tj, "threadIdx.x")
+    s[CL].compute_at(s[out], tj)
+    (k,) = s[CL].reduce_axis
+    ko, ki = s[CL].split(k, tile)
+    s[AS].compute_at(s[CL], ko)
+    s[BS].compute_at(s[CL], ko)
+    _cooperative_fill(s, AS, tile, tile)
+    _cooperative_fill(s, BS, tile, tile)
+
+
+def schedule_blocktile_1d(s, out, BM=64, BN=64, BK=8, TM=8):
+    """Kernel 4: each thread computes TM vertically adjacent outputs."""
+    CL = _register_accumulator(s, out)
+    AS = s.cache_read("A", "shared", [CL])
+    BS = s.cache_read("B", "shared", [CL])
+    i, j = s[out].axis
+    bi, bj, ii, tx = s[out].tile(i, j, BM, BN)
+    ty, ri = s[out].split(ii, TM)
+    s[out].reorder(bi, bj, ty, tx, ri)
+    s[out].bind(bi, "blockIdx.y")
+    s[out].bind(bj, "blockIdx.x")
+    s[out].bind(ty, "threadIdx.y")
+    s[out].bind(tx, "threadIdx.x")
+    s[CL].compute_at(s[out], tx)
+    ci, cj = s[CL].axis
+    (k,) = s[CL].reduce_axis
+    ko, ki = s[CL].split(k, BK)
+    s[CL].reorder(ko, ki, ci, cj)
+    s[CL].unroll(ci)
+    s[AS].compute_at(s[CL], ko)
+    s[BS].compute_at(s[CL], ko)
+    _cooperative_fill(s, AS, BM // TM, BN)
+    _cooperative_fill(s, BS, BM // TM, BN)
+    s[out].unroll(ri)
+
+
+def schedule_blocktile_2d(s, out, BM=128, BN=128, BK=8, TM=8, TN=8):
+    """Kernel 5: each thread computes a TM x TN square from register copies of A and B."""
+    CL = _register_accumulator(s, out)
+    blocktile_2d(s, out, CL, "A", "B", BM, BN, BK, TM, TN)
+
+
+def blocktile_2d(s, out, CL, a, b, BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, unroll_k=False):
+    """The 2D blocktiling schedule of ``out``, whose matmul accumulates in stage ``CL``
+    (computed in registers at each thread's tile) from inputs named ``a`` and ``b``.
+    Anything between CL and out (an epilogue) must be inlined into out."""
+    AS = s.cache_read(a, "shared", [CL])
+    BS = s.cache_read(b, "shared", [CL])
+    AL = s.cache_read(AS, "local", [CL])
+    BL = s.cache_read(BS, "local", [CL])
+    i, j = s[out].axis
+    bi, bj, ii, jj = s[out].tile(i, j, BM, BN)
+    ty, ri = s[out].split(ii, TM)
+    tx, rj = s[out].split(jj, TN)
+    s[out].reorder(bi, bj, ty, tx, ri, rj)
+    s[out].bind(bi, "blockIdx.y")
+    s[out].bind(bj, "blockIdx.x")
+    s[out].bind(ty, "threadIdx.y")
+    s[out].bind(tx, "threadIdx.x")
+    s[out].unroll(ri)
+    s[out].unroll(rj)
+    s[CL].compute_at(s[out], tx)
+    ci, cj = s[CL].axis
+    (k,) = s[CL].reduce_axis
+    ko, ki = s[CL].split(k, BK)
+    s[CL].reorder(ko, ki, ci, cj)
+    s[CL].unroll(ci)
+    s[CL].unroll(cj)
+    s[AS].compute_at(s[CL], ko)
+    s[BS].compute_at(s[CL], ko)
+    s[AL].compute_at(s[CL], ki)
+    s[BL].compute_at(s[CL], ki)
+    for L in (AL, BL):
+        for ax in s[L].axis:
+            s[L].unroll(ax)
+    if transpose_a:
+        row, kk = s[AS].axis
+        s[AS].storage_order(kk, row)
+    if unroll_k:
+        s[CL].unroll(ki)
+    _cooperative_fill(s, AS, BM // TM, BN // TN)
+    _cooperative_fill(s, BS, BM // TM, BN // TN)
+
+
+def schedule_vectorized(s, out, BK=8):
+    """Kernel 6: A's tile stored transposed in shared memory, so each thread's TM values
+    of one k are contiguous and load as 128-bit words, like B's."""
+    CL = _register_accumulator(s, out)
+    blocktile_2d(s, out, CL, "A", "B", BK=BK, transpose_a=True)
+
+
+def schedule_vectorized_bk16(s, out):
+    """Kernel 9's autotuned shape on the A6000: kernel 6 with a k step of 16."""
+    schedule_vectorized(s, out, BK=16)
+
+
+SCHEDULES = {
+    "naive": schedule_naive,
+    "coalesced": schedule_coalesced,
+    "shared": schedule_shared,
+    "blocktile_1d": schedule_blocktile_1d,
+    "blocktile_2d": schedule_blocktile_2d,
+    "vectorized": schedule_vectorized,
+    "vectorized_bk16": schedule_vectorized_bk16,
+}
+
+schedule = schedule_blocktile_2d

@@ -1,0 +1,80 @@
+"""Offline compilation to PTX and ``ptxas`` statistics, no GPU needed.
+
+``ptx_report(program)`` compiles every kernel of a lowered program for sm_90a with
+``numba.cuda.compile_ptx`` and assembles it with ``ptxas -arch=sm_90a -v``, returning
+registers, spills and shared memory per kernel. CI uses it to catch compile errors
+and spills in generated code.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import CodegenError
+from .cuda_source import STORAGE_TYPE, program_source
+from .runtime import import_source
+
+
+@dataclass(frozen=True)
+class PtxasReport:
+    kernel: str
+    registers: int
+    spill_stores: int
+    spill_loads: int
+    stack_frame: int
+    shared_bytes: int
+    ptx: str
+
+    @property
+    def spills(self) -> bool:
+        return self.spill_stores > 0 or self.spill_loads > 0
+
+
+def _signature(kernel):
+    from numba import types
+
+    return tuple(getattr(types, STORAGE_TYPE[b.dtype])[::1] for b in kernel.params)
+
+
+def ptx_report(program, ptxas: str | None = None) -> list:
+    """Compile each kernel to PTX for sm_90a and run ``ptxas -v`` on it."""
+    from numba import cuda
+
+    ptxas = ptxas or shutil.which("ptxas")
+    if ptxas is None:
+        raise CodegenError("ptxas is not on the PATH (install the CUDA toolkit)")
+    module, _ = import_source(program_source(program, simulator=False))
+    reports = []
+    for kernel in program.kernels:
+        fn = getattr(module, kernel.name).py_func
+        ptx, _ = cuda.compile_ptx(fn, _signature(kernel), cc=(9, 0, "a"))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = Path(tmp) / f"{kernel.name}.ptx"
+            path.write_text(ptx)
+            proc = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", str(Path(tmp) / "k.cubin")],
+                                  capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise CodegenError(f"ptxas rejected kernel {kernel.name}:\n{proc.stderr}")
+        reports.append(_parse(kernel.name, proc.stderr, ptx))
+    return reports
+
+
+def _parse(name: str, text: str, ptx: str) -> PtxasReport:
+    def grab(pattern, default=0):
+        m = re.search(pattern, text)
+        return int(m.group(1)) if m else default
+
+    return PtxasReport(
+        kernel=name,
+        registers=grab(r"Used (\d+) registers"),
+        spill_stores=grab(r"(\d+) bytes spill stores"),
+        spill_loads=grab(r"(\d+) bytes spill loads"),
+        stack_frame=grab(r"(\d+) bytes stack frame"),
+        shared_bytes=grab(r"(\d+) bytes smem"),
+        ptx=ptx,
+    )
