@@ -354,10 +354,6 @@ def test_built_functions_match_evaluate(rng, name, fn):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.xfail(strict=True, raises=OverflowError,
-                   reason="codegen bug: in the simulator, exp/sigmoid/silu use math.exp on a "
-                                       "Python float, which raises OverflowError for arguments above ~709 "
-                                       "instead of giving inf (float32 expf semantics)")
 @pytest.mark.parametrize("name, fn", [("silu", tc.silu), ("sigmoid", tc.sigmoid), ("exp", tc.exp)])
 def test_built_functions_on_huge_arguments(name, fn):
     x = np.array([-1000.0, 1000.0, -100.0, 100.0], F32)
@@ -366,10 +362,6 @@ def test_built_functions_on_huge_arguments(name, fn):
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="codegen bug: float -> int32 casts are emitted as a bare int32(x), "
-                                       "which neither saturates nor maps NaN to 0 as tc.evaluate (and the "
-                                       "language docstring) define; in the simulator 3e9 becomes -2**31")
 def test_built_cast_to_int32_saturates():
     x = np.array([2.7, -2.7, 3e9, -3e9, np.inf, -np.inf, np.nan], F32)
     got, want = _built(lambda v: tc.cast(v, "int32"), x)

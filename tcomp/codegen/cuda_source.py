@@ -37,6 +37,16 @@ from numba.cuda import libdevice
 @cuda.jit(device=True, inline="always")
 def _rint(x):
     return libdevice.rintf(x)
+
+
+@cuda.jit(device=True, inline="always")
+def _exp(x):
+    return math.exp(x)
+
+
+@cuda.jit(device=True, inline="always")
+def _to_int32(x):
+    return int32(x)  # cvt.rzi.s32.f32: saturating, NaN -> 0
 '''
 
 _PRELUDE_SIM = '''\
@@ -48,6 +58,18 @@ from numba.types import float16
 
 def _rint(x):
     return float32(np.rint(x))
+
+
+def _exp(x):
+    with np.errstate(over="ignore"):
+        return float32(np.exp(np.float32(x)))
+
+
+def _to_int32(x):
+    # the GPU's cvt.rzi.s32.f32: toward zero, saturating, NaN -> 0
+    if x != x:
+        return int32(0)
+    return int32(min(max(np.trunc(np.float64(x)), -2147483648.0), 2147483647.0))
 '''
 
 #: (numpy-based simulator fallback, GPU body) for conversions of narrow floats
@@ -104,7 +126,7 @@ class Namer:
 
 
 _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32",
-             "libdevice", "range", "min", "max", "abs", "_rint"}
+             "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu"}
 
 
 class KernelWriter:
@@ -198,9 +220,9 @@ class KernelWriter:
         if e.name == "abs":
             text = f"abs({x})"
         elif e.name == "exp":
-            text = f"math.exp({x})"
+            text = f"_exp({x})"
         elif e.name == "sigmoid":
-            text = f"(float32(1.0) / (float32(1.0) + math.exp(-{x})))"
+            text = f"(float32(1.0) / (float32(1.0) + _exp(-{x})))"
         elif e.name == "silu":
             text = f"_silu({x})"
         elif e.name == "round":
@@ -219,7 +241,7 @@ class KernelWriter:
         if is_float(src):
             if dst == "int8":
                 return f"int8(min(max({x}, float32(-128.0)), float32(127.0)))"
-            return f"int32({x})"
+            return f"_to_int32({x})"
         return f"{REGISTER_TYPE[dst]}({x})"
 
     # ------------------------------------------------------------------ statements
@@ -309,7 +331,7 @@ _SILU = '''
 
 @cuda.jit(device=True{inline})
 def _silu(x):
-    return x / (float32(1.0) + math.exp(-x))
+    return x / (float32(1.0) + _exp(-x))
 '''
 
 
