@@ -105,6 +105,10 @@ class NestBuilder:
                 pre.append(Barrier())
                 barriers = True
         post = [self.stage_stmt(c) for c in self.reverse_at.get((stage, var), [])]
+        inner_loops = stage.leaf_vars[stage.leaf_vars.index(var) + 1:]
+        if post and any(stage.bindings.get(v, "").startswith("threadIdx") for v in inner_loops):
+            # the epilogue reads what other threads of the block just wrote
+            post = [Barrier()] + post
         trailing = [Barrier()] if barriers and extent > 1 else []
         body = seq(*pre, inner, *post, *trailing)
         for b in reversed(allocs):
