@@ -25,28 +25,27 @@ def _register_accumulator(s, out):
     return CL
 
 
-def schedule_naive(s, out):
-    """Kernel 1: one thread per element, threadIdx.x picks the row (uncoalesced)."""
+def _one_thread_per_element(s, out, row_thread, col_thread):
+    """32x32 blocks, one thread per element of C, the rows on ``row_thread``."""
     CL = _register_accumulator(s, out)
     i, j = s[out].axis
     bi, bj, ti, tj = s[out].tile(i, j, 32, 32)
-    s[out].bind(bi, "blockIdx.x")
-    s[out].bind(bj, "blockIdx.y")
-    s[out].bind(ti, "threadIdx.x")
-    s[out].bind(tj, "threadIdx.y")
+    block = {"threadIdx.x": "blockIdx.x", "threadIdx.y": "blockIdx.y"}
+    s[out].bind(bi, block[row_thread])
+    s[out].bind(bj, block[col_thread])
+    s[out].bind(ti, row_thread)
+    s[out].bind(tj, col_thread)
     s[CL].compute_at(s[out], tj)
+
+
+def schedule_naive(s, out):
+    """Kernel 1: one thread per element, threadIdx.x picks the row (uncoalesced)."""
+    _one_thread_per_element(s, out, "threadIdx.x", "threadIdx.y")
 
 
 def schedule_coalesced(s, out):
     """Kernel 2: consecutive threads own consecutive columns, so loads of B coalesce."""
-    CL = _register_accumulator(s, out)
-    i, j = s[out].axis
-    bi, bj, ti, tj = s[out].tile(i, j, 32, 32)
-    s[out].bind(bi, "blockIdx.y")
-    s[out].bind(bj, "blockIdx.x")
-    s[out].bind(ti, "threadIdx.y")
-    s[out].bind(tj, "threadIdx.x")
-    s[CL].compute_at(s[out], tj)
+    _one_thread_per_element(s, out, "threadIdx.y", "threadIdx.x")
 
 
 def _cooperative_fill(s, cache, threads_y, threads_x):
