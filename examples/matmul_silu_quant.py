@@ -27,11 +27,11 @@ def algorithm(M=4096, N=4096, K=4096):
 
 
 def schedule(s, out):
-    """The ladder's vectorized 2D blocktiling of Q; C accumulates in registers per thread tile, SiLU is inlined,
-    and each thread quantizes its own 8x8 outputs straight from its accumulators."""
+    """The ladder's double-buffered, vectorized 2D blocktiling of Q; C accumulates in registers per thread
+    tile, SiLU is inlined, and each thread quantizes its own 8x8 outputs straight from its accumulators."""
     M, N = out.shape
     tile = 128 if M % 128 == 0 and N % 128 == 0 else 16
     thread_tile = 8 if tile == 128 else 4
     s["Y"].compute_inline()
     blocktile_2d(s, out, s["C"], "A", "W", BM=tile, BN=tile, BK=8, TM=thread_tile, TN=thread_tile,
-                 transpose_a=True)
+                 transpose_a=True, vector=4, double_buffer=True)

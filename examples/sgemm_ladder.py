@@ -48,11 +48,16 @@ def schedule_coalesced(s, out):
     _one_thread_per_element(s, out, "threadIdx.y", "threadIdx.x")
 
 
-def _cooperative_fill(s, cache, threads_y, threads_x):
+def _cooperative_fill(s, cache, threads_y, threads_x, vector=1):
     """Spread a shared tile's fill over the block's threads, consecutive threads on
-    consecutive elements of a row (coalesced)."""
+    consecutive elements of a row (coalesced); with ``vector`` > 1 each thread moves
+    that many consecutive elements with one vector load (and store, where the tile's
+    layout keeps them consecutive)."""
     a, b = s[cache].axis
     fused = s[cache].fuse(a, b)
+    if vector > 1:
+        fused, lanes = s[cache].split(fused, vector)
+        s[cache].vectorize(lanes)
     rest, tid = s[cache].split(fused, threads_y * threads_x)
     ty, tx = s[cache].split(tid, threads_x)
     s[cache].bind(ty, "threadIdx.y")
@@ -112,7 +117,8 @@ def schedule_blocktile_2d(s, out, BM=128, BN=128, BK=8, TM=8, TN=8):
     blocktile_2d(s, out, CL, "A", "B", BM, BN, BK, TM, TN)
 
 
-def blocktile_2d(s, out, CL, a, b, BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, unroll_k=False):
+def blocktile_2d(s, out, CL, a, b, BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, unroll_k=False,
+                 vector=1, double_buffer=False):
     """The 2D blocktiling schedule of ``out``, whose matmul accumulates in stage ``CL``
     (computed in registers at each thread's tile) from inputs named ``a`` and ``b``.
     Anything between CL and out (an epilogue) must be inlined into out."""
@@ -150,15 +156,25 @@ def blocktile_2d(s, out, CL, a, b, BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a
         s[AS].storage_order(kk, row)
     if unroll_k:
         s[CL].unroll(ki)
-    _cooperative_fill(s, AS, BM // TM, BN // TN)
-    _cooperative_fill(s, BS, BM // TM, BN // TN)
+    _cooperative_fill(s, AS, BM // TM, BN // TN, vector)
+    _cooperative_fill(s, BS, BM // TM, BN // TN, vector)
+    if double_buffer:
+        s[AS].double_buffer()
+        s[BS].double_buffer()
 
 
 def schedule_vectorized(s, out, BK=8):
     """Kernel 6: A's tile stored transposed in shared memory, so each thread's TM values
     of one k are contiguous and load as 128-bit words, like B's."""
     CL = _register_accumulator(s, out)
-    blocktile_2d(s, out, CL, "A", "B", BK=BK, transpose_a=True)
+    blocktile_2d(s, out, CL, "A", "B", BK=BK, transpose_a=True, vector=4)
+
+
+def schedule_double_buffered(s, out):
+    """Kernel 6 with the next k step's tiles loaded into registers while the current
+    ones are multiplied (the worklog's later kernels prefetch the same way)."""
+    CL = _register_accumulator(s, out)
+    blocktile_2d(s, out, CL, "A", "B", transpose_a=True, vector=4, double_buffer=True)
 
 
 def schedule_vectorized_bk16(s, out):
@@ -174,6 +190,7 @@ SCHEDULES = {
     "blocktile_2d": schedule_blocktile_2d,
     "vectorized": schedule_vectorized,
     "vectorized_bk16": schedule_vectorized_bk16,
+    "double_buffered": schedule_double_buffered,
 }
 
 schedule = schedule_blocktile_2d

@@ -6,6 +6,11 @@ float literals wrapped in ``float32(...)``, per-thread buffers as
 unrolled), ``unroll``/``vectorize`` loops unrolled in the source itself, and
 every global buffer passed as a flat 1-D array. 16-bit floats travel as their
 bit patterns (uint16) in global memory and are float32 in registers.
+
+A ``vectorize`` loop over 2 or 4 lanes whose accesses are consecutive and aligned
+becomes one 64/128-bit load or store per buffer (``vector_access``); the module
+then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
+(argument name -> bytes), which the runtime checks. Other lanes stay scalar.
 """
 
 from __future__ import annotations
@@ -15,9 +20,10 @@ import math
 from ..dtypes import is_float
 from ..errors import CodegenError, InternalError
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var
+from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, For, Kernel, Program, Seq, Store
-from ..ir.visitor import substitute, walk
+from ..ir.visitor import free_vars, rewrite, substitute, walk
 
 #: Numba scalar type used for values of each dtype in registers
 REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float32",
@@ -126,7 +132,12 @@ class Namer:
 
 
 _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32",
-             "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu"}
+             "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu",
+             "_load2", "_load4", "_store2", "_store4", "VECTOR_ALIGNMENT"}
+#: dtypes whose buffers may be accessed as vectors (4-byte elements in storage), and the
+#: numbers of lanes that ``vector_access`` provides (64- and 128-bit accesses)
+_VECTOR_DTYPES = ("float32", "int32")
+VECTOR_WIDTHS = (2, 4)
 
 
 class KernelWriter:
@@ -136,6 +147,9 @@ class KernelWriter:
         self.name = Namer(_RESERVED)
         self.lines: list[str] = []
         self.uses_narrow = False
+        self.lane_values: dict = {}  # placeholder Var -> name of a lane of a vector load
+        self.vector_alignment: dict = {}  # global buffer name -> bytes its vector accesses need
+        self.uses_vector = False
 
     # ------------------------------------------------------------------ expressions
 
@@ -171,6 +185,8 @@ class KernelWriter:
         if isinstance(e, IntImm):
             return f"{REGISTER_TYPE[e.dtype]}({e.value})"
         if isinstance(e, Var):
+            if e in self.lane_values:
+                return self.lane_values[e]
             return f"int32({self.name(e, e.name)})"
         if isinstance(e, Load):
             return self.load(e)
@@ -269,6 +285,8 @@ class KernelWriter:
         if s.kind in BLOCK_TAGS + THREAD_TAGS:
             self.emit(f"{var} = uint32(cuda.{s.kind})", depth)
             self.stmt(s.body, depth)
+        elif s.kind == "vectorize" and self.vector_loop(s, depth):
+            return
         elif s.kind in ("unroll", "vectorize"):
             for n in range(s.extent):
                 self.stmt(_substitute_stmt(s.body, s.var, n), depth)
@@ -291,6 +309,66 @@ class KernelWriter:
         else:
             self.emit(line, depth)
 
+    def vector_loop(self, loop: For, depth: int) -> bool:
+        """Emit a vectorized loop with vector loads/stores where its lanes allow; False
+        (nothing emitted) when no access of it can be a vector."""
+        store = loop.body.stmts[0] if isinstance(loop.body, Seq) and len(loop.body.stmts) == 1 else loop.body
+        width, lane = loop.extent, loop.var
+        if not isinstance(store, Store) or width not in VECTOR_WIDTHS:
+            return False
+        predicate = store.predicate
+        if predicate is not None and lane in free_vars(predicate):
+            predicate = uniform_condition(predicate, lane, width)
+            if predicate is None:
+                return False
+        loads = []
+        for node in walk(store.value):
+            if not isinstance(node, Load) or any(node is seen for seen in loads):
+                continue
+            if self._vector_base(node.buffer, node.index, loop) is not None:
+                loads.append(node)
+        store_base = self._vector_base(store.buffer, store.index, loop)
+        if store.buffer.scope == "local":
+            store_base = None  # registers: scalar stores are free
+        if not loads and store_base is None:
+            return False
+        self.uses_vector = True
+        if predicate is not None:
+            self.emit(f"if {self.cond(predicate)}:", depth)
+            depth += 1
+        lane_vars = {}
+        for load in loads:
+            names = [self.name(object(), f"{load.buffer.name}_v{n}") for n in range(width)]
+            base = self._vector_base(load.buffer, load.index, loop)
+            self.emit(f"{', '.join(names)} = _load{width}({self.name(load.buffer, load.buffer.name)}, "
+                      f"{self.index(base)})", depth)
+            lane_vars[load] = [Var(n, load.dtype) for n in names]
+            self.lane_values.update({v: v.name for v in lane_vars[load]})
+        values = []
+        for n in range(width):
+            value = rewrite(store.value, lambda e: lane_vars[e][n] if e in lane_vars else None)
+            values.append(self.value(_fold_indices(substitute(value, {lane: IntImm(n)}))))
+        buf = self.name(store.buffer, store.buffer.name)
+        if store_base is not None:
+            self.emit(f"_store{width}({buf}, {self.index(store_base)}, {', '.join(values)})", depth)
+        else:
+            for n in range(width):
+                index = simplify(substitute(store.index, {lane: IntImm(n)}))
+                self.emit(f"{buf}[{self.index(index)}] = {values[n]}", depth)
+        return True
+
+    def _vector_base(self, buffer, index: Expr, loop: For):
+        """The first element of a vector access of ``buffer`` by ``loop``'s lanes, or None
+        when the lanes are not consecutive and aligned."""
+        if buffer.dtype not in _VECTOR_DTYPES:
+            return None
+        form = lane_form(index, loop.var, loop.extent)
+        if form is None or form[1] != 1 or not is_multiple(form[0], loop.extent):
+            return None
+        if buffer.scope == "global":
+            self.vector_alignment[buffer.name] = max(self.vector_alignment.get(buffer.name, 0), 4 * loop.extent)
+        return form[0]
+
     # ------------------------------------------------------------------ kernel
 
     def write(self) -> str:
@@ -310,9 +388,12 @@ class KernelWriter:
         return "\n".join(head + self.lines) + "\n"
 
 
-def _substitute_stmt(stmt, var, value: int):
-    from ..ir.visitor import rewrite
+def _fold_indices(e):
+    """Simplify the indices of the loads in ``e`` after a substitution."""
+    return rewrite(e, lambda n: Load(n.buffer, simplify(n.index)) if isinstance(n, Load) else None)
 
+
+def _substitute_stmt(stmt, var, value: int):
     replaced = substitute(stmt, {var: IntImm(value)})
 
     def fold(n):
@@ -346,4 +427,17 @@ def program_source(program: Program, simulator: bool) -> str:
             raise CodegenError("16- and 8-bit float storage (bfloat16, float8_e4m3) is not yet supported "
                                "on the GPU target; it runs in the CUDA simulator only")
         parts.append(_NARROW_HELPERS_SIM)
+    if any(w.uses_vector for w in writers):
+        parts.append(_VECTOR_IMPORTS.format(prefix="sim_" if simulator else ""))
+    alignment: dict = {}
+    for w in writers:
+        for name, nbytes in w.vector_alignment.items():
+            alignment[name] = max(alignment.get(name, 0), nbytes)
+    parts.append(f"VECTOR_ALIGNMENT = {dict(sorted(alignment.items()))!r}")
     return "\n".join(parts) + "\n\n" + "\n\n".join(kernels)
+
+
+_VECTOR_IMPORTS = """
+from tcomp.codegen.vector_access import ({prefix}load2 as _load2, {prefix}load4 as _load4,
+                                         {prefix}store2 as _store2, {prefix}store4 as _store4)
+"""

@@ -77,6 +77,8 @@ class Module:
         self._kernels = [getattr(self._module, k.name) for k in program.kernels]
         self._intermediates: dict | None = None
         self.arg_buffers = tuple(program.inputs) + tuple(program.outputs)
+        #: global buffer name -> byte alignment its vector loads/stores need
+        self.vector_alignment: dict = dict(getattr(self._module, "VECTOR_ALIGNMENT", {}))
 
     @property
     def source_path(self) -> str:
@@ -107,7 +109,20 @@ class Module:
             raise ArgumentError(f"arguments mix host (numpy) and device memory: {', '.join(host)} "
                                 "are on the host; pass all as numpy arrays or all on the device")
         _check_aliasing(self.program, args)
-        return kinds.pop()
+        kind = kinds.pop()
+        if kind != "numpy":  # numpy arguments are copied into fresh, aligned device memory
+            self._check_alignment(args)
+        return kind
+
+    def _check_alignment(self, args) -> None:
+        for buf, arg in zip(self.arg_buffers, args):
+            need = self.vector_alignment.get(buf.name)
+            address = _device_address(arg)
+            if need and address is not None and address % need:
+                raise ArgumentError(
+                    f"argument {buf.name}: the kernel accesses it with {8 * need}-bit vector loads/stores, "
+                    f"which need its data to start on a {need}-byte boundary, but it starts at "
+                    f"{address:#x}; pass a fresh copy (tensor.clone() or cuda.to_device(...))")
 
     # ------------------------------------------------------------------ launch
 
@@ -213,6 +228,13 @@ def _check_aliasing(program, args) -> None:
             if _overlaps(args[o], args[i]):
                 raise ArgumentError(f"output {bufs[o].name} shares memory with argument {bufs[i].name}; "
                                     "outputs must not alias other arguments")
+
+
+def _device_address(arg) -> int | None:
+    try:
+        return int(arg.__cuda_array_interface__["data"][0])
+    except (AttributeError, KeyError, TypeError):
+        return None
 
 
 def _overlaps(a, b) -> bool:

@@ -17,6 +17,7 @@ from ..ir.visitor import free_vars, rewrite, substitute
 from ..lang.tensor import Reduce, TensorRead
 from ..schedule.stage import Stage
 from .bounds import StageLayout, storage_axes
+from .double_buffer import stage_through_registers
 
 
 class NestBuilder:
@@ -96,24 +97,50 @@ class NestBuilder:
 
     def _loop(self, stage: Stage, layout: StageLayout, var, inner: Stmt) -> Stmt:
         extent = layout.extents[var]
-        pre, allocs, barriers = [], [], False
+        kind = _loop_kind(stage, var)
+        fills, allocs, shared_fills, staged = [], [], False, []
         for p in self.attached_at.get((stage, var), []):
             pl = self.layouts[p]
             allocs.append(pl.buffer)
-            pre.append(self.stage_stmt(p))
+            fill = self.stage_stmt(p)
+            if p.double_buffered and extent > 1:
+                _check_double_buffer(p, pl, stage, var, kind)
+                staged.append(stage_through_registers(fill, var, extent, p.name))
+                continue
+            fills.append(fill)
             if pl.scope == "shared":
-                pre.append(Barrier())
-                barriers = True
+                fills.append(Barrier())
+                shared_fills = True
         post = [self.stage_stmt(c) for c in self.reverse_at.get((stage, var), [])]
         inner_loops = stage.leaf_vars[stage.leaf_vars.index(var) + 1:]
         if post and any(stage.bindings.get(v, "").startswith("threadIdx") for v in inner_loops):
             # the epilogue reads what other threads of the block just wrote
             post = [Barrier()] + post
-        trailing = [Barrier()] if barriers and extent > 1 else []
-        body = seq(*pre, inner, *post, *trailing)
+        if staged:
+            # one barrier before the commit protects the tile that the last iteration read
+            fills = [f for f in fills if not isinstance(f, Barrier)]
+            body = seq(Barrier(), *[st.commit for st in staged], *fills, Barrier(),
+                       *[st.prefetch for st in staged], inner, *post)
+        else:
+            trailing = [Barrier()] if shared_fills and extent > 1 else []
+            body = seq(*fills, inner, *post, *trailing)
         for b in reversed(allocs):
             body = Allocate(b, body)
-        return For(var, extent, _loop_kind(stage, var), body)
+        loop: Stmt = For(var, extent, kind, body)
+        if staged:
+            loop = seq(*[st.prologue for st in staged], loop)
+            for st in reversed(staged):
+                loop = Allocate(st.registers, loop)
+        return loop
+
+
+def _check_double_buffer(producer: Stage, layout: StageLayout, consumer: Stage, var, kind: str) -> None:
+    if layout.scope != "shared":
+        raise LoweringError(f"double_buffer of {producer.name}: only a shared-memory tile can be double "
+                            f"buffered, and {producer.name} is {layout.scope}")
+    if kind != "serial":
+        raise LoweringError(f"double_buffer of {producer.name}: it is computed at loop {var.name} of "
+                            f"{consumer.name}, which is {kind}; the loop it is computed at must be serial")
 
 
 def _dedupe(preds):

@@ -108,6 +108,7 @@ class Stage:
         self.annotations: dict = {}
         self.is_cache = False
         self.storage_axes: tuple | None = None  # dimension order of the stage's buffer
+        self.double_buffered = False
 
     # ------------------------------------------------------------------ inspection
 
@@ -332,6 +333,21 @@ class Stage:
             names = ", ".join(a.name for a in self.root_axes)
             raise ScheduleError(f"storage_order needs each of {self.name}'s axes ({names}) exactly once")
         self.storage_axes = tuple(axes)
+
+    @primitive
+    def double_buffer(self):
+        """Load the next iteration's tile while the current one is computed on. For a
+        shared tile computed at a serial loop (the k step of a matmul), each thread
+        stages its share of the next tile in registers during the computation and
+        commits it to shared memory at the start of the next iteration. The fill's
+        loops must be bound to threads, unrolled or vectorized.
+
+        Before::   for ko: S = A[ko]; sync; compute(S); sync
+        After::    R = A[0]
+                   for ko: sync; S = R; sync; if ko + 1 < n: R = A[ko + 1]; compute(S)
+        """
+        self._check_placeable()
+        self.double_buffered = True
 
     @primitive
     def set_scope(self, scope: str):

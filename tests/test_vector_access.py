@@ -1,0 +1,140 @@
+"""Vector (64/128-bit) loads and stores from ``vectorize`` loops: the lane analysis that
+proves an access consecutive and aligned, the code it turns into, and the runtime's
+alignment check."""
+
+import numpy as np
+import pytest
+
+import tcomp as tc
+from tcomp.codegen.runtime import Module
+from tcomp.ir.expr import IntImm, Var, binary
+from tcomp.ir.lanes import is_multiple, lane_form, modular_set
+from workloads import check_float, matmul, matmul_tol, run_and_compare
+
+x, y, v = Var("x"), Var("y"), Var("v")
+
+
+def test_modular_set_of_affine_and_div_mod():
+    assert modular_set(binary("+", binary("*", x, 8), 4)) == (8, 4)
+    assert modular_set(binary("*", binary("+", binary("*", x, 16), y), 4)) == (4, 0)
+    assert modular_set(binary("%", binary("*", x, 12), 8)) == (4, 0)  # 12x mod 8 is 0 or 4
+    assert modular_set(binary("//", binary("*", x, 16), 4)) == (4, 0)
+    assert modular_set(IntImm(6)) == (0, 6)
+    assert is_multiple(binary("*", binary("+", x, y), 8), 4)
+    assert not is_multiple(binary("+", binary("*", x, 8), 2), 4)
+
+
+def test_lane_form_through_the_div_mod_of_a_fused_loop():
+    # a 128x8 tile fused and split by 4: row = (4q + v) // 8, column = (4q + v) % 8
+    fused = binary("+", binary("*", x, 4), v)
+    row, col = binary("//", fused, 8), binary("%", fused, 8)
+    index = binary("+", binary("*", row, 4096), col)
+    base, stride = lane_form(index, v, 4)
+    assert stride == 1 and is_multiple(base, 4)
+    assert "v" not in str(base)
+    # the transposed store: column-major, lanes 128 apart
+    assert lane_form(binary("+", binary("*", col, 128), row), v, 4)[1] == 128
+
+
+def test_lane_form_refuses_lanes_that_cross_a_row():
+    # rows of 6: lanes 4q..4q+3 may straddle two rows
+    fused = binary("+", binary("*", x, 4), v)
+    assert lane_form(binary("%", fused, 6), v, 4) is None
+    assert lane_form(binary("*", v, v), v, 4) is None
+
+
+def _vector_matmul(M, N, K, fill_vector=4):
+    w = matmul(M, N, K)
+    C = w["C"]
+    s = w.schedule()
+    AS = s.cache_read("A", "shared", [C])
+    WS = s.cache_read("W", "shared", [C])
+    i, j = s[C].axis
+    ko, ki = s[C].split(s[C].reduce_axis[0], 8)
+    s[C].reorder(i, j, ko, ki)
+    s[C].bind(i, "threadIdx.y")
+    s[C].bind(j, "threadIdx.x")
+    for cache in (AS, WS):
+        s[cache].compute_at(s[C], ko)
+        a, b = s[cache].axis
+        fused = s[cache].fuse(a, b)
+        rest, lanes = s[cache].split(fused, fill_vector)
+        s[cache].vectorize(lanes)
+        ty, tx = s[cache].split(rest, N)
+        s[cache].bind(tx, "threadIdx.x")
+    return w, s
+
+
+def test_consecutive_aligned_lanes_become_vector_loads_and_stores(rng):
+    w, s = _vector_matmul(8, 8, 16)
+    mod = tc.build(s)
+    assert "_load4(A," in mod.source and "_load4(W," in mod.source
+    assert "_store4(A_shared," in mod.source and "_store4(W_shared," in mod.source
+    assert mod.vector_alignment == {"A": 16, "W": 16}
+    run_and_compare(s, w, rng, **matmul_tol(16))
+
+
+def test_misaligned_rows_stay_scalar(rng):
+    """K = 18: a row of A starts at 18*i, not a multiple of 4 elements."""
+    w, s = _vector_matmul(8, 8, 18)
+    mod = tc.build(s)
+    assert "_load4(A," not in mod.source
+    assert mod.vector_alignment.get("A") is None
+    run_and_compare(s, w, rng, **matmul_tol(18))
+
+
+def test_two_lane_vectors(rng):
+    w, s = _vector_matmul(4, 6, 16, fill_vector=2)
+    mod = tc.build(s)
+    assert "_load2(A," in mod.source and "_load2(W," in mod.source
+    run_and_compare(s, w, rng, **matmul_tol(16))
+
+
+class _FakeDeviceArray:
+    """What the runtime sees of a device array: shape, dtype, contiguity, address."""
+
+    def __init__(self, shape, dtype, address):
+        self.shape, self.dtype, self.size = shape, np.dtype(dtype), int(np.prod(shape))
+        self.nbytes = self.size * self.dtype.itemsize
+        self.__cuda_array_interface__ = {"data": (address, False), "shape": shape, "typestr": self.dtype.str,
+                                         "version": 3}
+
+    def is_c_contiguous(self):
+        return True
+
+
+def test_misaligned_device_argument_is_refused_by_name():
+    w, s = _vector_matmul(8, 8, 16)
+    mod = tc.build(s)
+    args = [_FakeDeviceArray((8, 16), "float32", 0x10000 + 4), _FakeDeviceArray((16, 8), "float32", 0x20000),
+            _FakeDeviceArray((8, 8), "float32", 0x30000)]
+    with pytest.raises(tc.ArgumentError, match=r"argument A: .*128-bit.*16-byte boundary.*0x10004"):
+        mod._check(args)
+    args[0] = _FakeDeviceArray((8, 16), "float32", 0x10000)
+    assert mod._check(args) == "device"
+
+
+def test_tail_guards_that_cut_between_vectors_stay_uniform():
+    from tcomp.ir.expr import compare
+
+    from tcomp.ir.lanes import uniform_condition
+
+    guard = compare("<", binary("+", binary("*", x, 4), v), 32)
+    assert str(uniform_condition(guard, v, 4)) == str(compare("<", binary("*", x, 4), 32))
+    assert uniform_condition(compare("<", binary("+", binary("*", x, 4), v), 13), v, 4) is None
+
+
+def test_a_tail_inside_a_vector_keeps_scalar_lanes(rng):
+    from workloads import vector_op
+
+    X, O = vector_op(13)
+    s = tc.create_schedule(O)
+    io, ii = s[O].split(s[O].axis[0], 4)
+    s[O].vectorize(ii)
+    s[O].bind(io, "threadIdx.x")
+    mod = tc.build(s)
+    assert "_load4" not in mod.source and "_store4" not in mod.source
+    xs = rng.standard_normal(13).astype(np.float32)
+    out = np.full(13, np.nan, np.float32)
+    mod(xs, out)
+    check_float(out, xs.astype(np.float64) * 2 + 1, rtol=1e-6, atol=1e-6)
