@@ -109,9 +109,6 @@ def test_cache_write_shared(rng):
     run_and_compare(_shared_accumulator(w), w, rng, **matmul_tol(7))
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="lowering bug: the shared accumulator's rows (axis a, not bound) are computed by "
-                          "all 8 threadIdx.y threads at once; their init and read-modify-write updates race")
 def test_cache_write_shared_is_race_free(rng, interleaved_threads):
     w = matmul(11, 13, 7)
     s = _shared_accumulator(w)

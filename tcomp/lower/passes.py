@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.expr import And, compare, logical_and
+from ..ir.expr import And, Load, Var, compare, logical_and
 from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, For, Kernel, Store
 from ..ir.visitor import free_vars, map_children, rewrite, walk
@@ -22,26 +22,54 @@ def infer_launch(kernel: Kernel) -> Kernel:
 
 
 def guard_bound_loops(kernel: Kernel) -> Kernel:
-    """A loop bound to threads with a smaller extent than the block has threads in that
-    dimension: guard the stores under it that depend on its variable, so surplus threads
-    write nothing (and still reach the barriers). A store that does not mention the
-    variable writes the same value from every thread, or only the thread's own registers,
-    and needs no guard; this is what lets a shared buffer be filled by all threads of a
-    block inside a consumer's smaller thread loop."""
-    sizes = dict(zip(BLOCK_TAGS, kernel.grid)) | dict(zip(THREAD_TAGS, kernel.block))
+    """Guards that keep surplus threads from writing.
 
-    def visit(stmt, guards):
-        if isinstance(stmt, For) and stmt.kind in sizes and stmt.extent < sizes[stmt.kind]:
-            guards = guards + (compare("<", stmt.var, stmt.extent),)
+    A loop bound to threads with a smaller extent than the block has threads in that
+    dimension: the stores under it that depend on its variable are guarded, so surplus
+    threads write nothing (and still reach the barriers). A store that does not mention
+    the variable writes the same value from every thread, or only the thread's own
+    registers, and needs no guard; this is what lets a shared buffer be filled by all
+    threads of a block inside a consumer's smaller thread loop.
+
+    A shared buffer that is accumulated into (a reduction computed in shared memory)
+    is different: if a thread dimension of the block is bound by none of the loops
+    around its stores, every thread of that dimension would run the same
+    read-modify-write and they would race. Those stores get a single writer,
+    ``threadIdx.d == 0`` for each such dimension.
+    """
+    sizes = dict(zip(BLOCK_TAGS, kernel.grid)) | dict(zip(THREAD_TAGS, kernel.block))
+    accumulated = _shared_accumulators(kernel.body)
+
+    def visit(stmt, guards, bound):
+        if isinstance(stmt, For) and stmt.kind in sizes:
+            bound = bound | {stmt.kind}
+            if stmt.extent < sizes[stmt.kind]:
+                guards = guards + (compare("<", stmt.var, stmt.extent),)
         if isinstance(stmt, Store):
             used = free_vars(stmt)
             relevant = [g for g in guards if g.a in used]
-            if not relevant:
-                return stmt
-            return replace(stmt, predicate=logical_and(*relevant, stmt.predicate))
-        return map_children(stmt, lambda c: visit(c, guards) if not hasattr(c, "dtype") else c)
+            unbound = [tag for tag in THREAD_TAGS if sizes[tag] > 1 and tag not in bound]
+            writers = [Var(tag.replace(".", "_"), "int32") for tag in unbound] if stmt.buffer in accumulated else []
+            relevant += [compare("==", w, 0) for w in writers]
+            if relevant:
+                stmt = replace(stmt, predicate=logical_and(*relevant, stmt.predicate))
+            for tag, writer in reversed(list(zip(unbound, writers))):
+                # all threads of the dimension run the store; only the first one writes
+                stmt = For(writer, sizes[tag], tag, stmt)
+            return stmt
+        return map_children(stmt, lambda c: visit(c, guards, bound) if not hasattr(c, "dtype") else c)
 
-    return replace(kernel, body=visit(kernel.body, ()))
+    return replace(kernel, body=visit(kernel.body, (), frozenset()))
+
+
+def _shared_accumulators(body) -> set:
+    """Shared buffers that some store reads back (read-modify-write)."""
+    out = set()
+    for node in walk(body):
+        if isinstance(node, Store) and node.buffer.scope == "shared":
+            if any(isinstance(n, Load) and n.buffer is node.buffer for n in walk(node.value)):
+                out.add(node.buffer)
+    return out
 
 
 def simplify_indices(kernel: Kernel) -> Kernel:
