@@ -21,6 +21,7 @@ HOST_DTYPES = {
 #: the integer type that carries a 16/8-bit float on the device
 DEVICE_STORAGE = {
     "bfloat16": np.dtype(np.uint16),
+    "float16": np.dtype(np.uint16),
     "float8_e4m3": np.dtype(np.uint8),
 }
 

@@ -27,6 +27,7 @@ def test_examples_compile_for_sm90a_without_spills():
     for rung in ("naive", "coalesced", "shared", "blocktile_1d", "blocktile_2d", "vectorized"):
         assert ("sgemm_ladder.py", rung) in names
     assert ("matmul_silu_quant.py", "schedule") in names
+    assert ("ffn_bf16.py", "schedule") in names
     for r in reports:
         assert r["spill_stores"] == 0 and r["spill_loads"] == 0, r
         assert 0 < r["registers"] <= 255, r

@@ -29,14 +29,13 @@ from ..ir.visitor import free_vars, rewrite, substitute, walk
 REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float32",
                  "float8_e4m3": "float32", "int8": "int8", "int32": "int32"}
 #: Numba type of the elements of a global buffer of each dtype
-STORAGE_TYPE = {"float32": "float32", "bfloat16": "uint16", "float16": "float16",
+STORAGE_TYPE = {"float32": "float32", "bfloat16": "uint16", "float16": "uint16",
                 "float8_e4m3": "uint8", "int8": "int8", "int32": "int32"}
 _NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3")
 
 _PRELUDE_GPU = '''\
 import math
 from numba import cuda, float32, int8, int32, uint8, uint16, uint32
-from numba.types import float16
 from numba.cuda import libdevice
 
 
@@ -59,7 +58,6 @@ _PRELUDE_SIM = '''\
 import math
 import numpy as np
 from numba import cuda, float32, int8, int32, uint8, uint16, uint32
-from numba.types import float16
 
 
 def _rint(x):
@@ -78,38 +76,14 @@ def _to_int32(x):
     return int32(min(max(np.trunc(np.float64(x)), -2147483648.0), 2147483647.0))
 '''
 
-#: (numpy-based simulator fallback, GPU body) for conversions of narrow floats
-_NARROW_HELPERS_SIM = '''
-import ml_dtypes as _mld
-
-
-def _round_bfloat16(x):
-    return float32(np.float32(x).astype(_mld.bfloat16))
-
-
-def _round_float16(x):
-    return float32(np.float16(x))
-
-
-def _round_float8_e4m3(x):
-    return float32(np.float32(min(max(x, float32(-448.0)), float32(448.0))).astype(_mld.float8_e4m3fn))
-
-
-def _load_bfloat16(bits):
-    return float32(np.uint16(bits).view(_mld.bfloat16))
-
-
-def _store_bfloat16(x):
-    return uint16(np.float32(x).astype(_mld.bfloat16).view(np.uint16))
-
-
-def _load_float8_e4m3(bits):
-    return float32(np.uint8(bits).view(_mld.float8_e4m3fn))
-
-
-def _store_float8_e4m3(x):
-    return uint8(np.float32(min(max(x, float32(-448.0)), float32(448.0))).astype(_mld.float8_e4m3fn).view(np.uint8))
-'''
+_NARROW_IMPORTS = """
+from tcomp.codegen.narrow_floats import (
+    {p}round_bfloat16 as _round_bfloat16, {p}round_float16 as _round_float16,
+    {p}round_float8_e4m3 as _round_float8_e4m3, {p}load_bfloat16 as _load_bfloat16,
+    {p}store_bfloat16 as _store_bfloat16, {p}load_float16 as _load_float16,
+    {p}store_float16 as _store_float16, {p}load_float8_e4m3 as _load_float8_e4m3,
+    {p}store_float8_e4m3 as _store_float8_e4m3)
+"""
 
 
 class Namer:
@@ -134,6 +108,7 @@ class Namer:
 _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32",
              "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu",
              "_load2", "_load4", "_store2", "_store4", "VECTOR_ALIGNMENT"}
+_RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in _NARROW_FLOATS}
 #: dtypes whose buffers may be accessed as vectors (4-byte elements in storage), and the
 #: numbers of lanes that ``vector_access`` provides (64- and 128-bit accesses)
 _VECTOR_DTYPES = ("float32", "int32")
@@ -203,11 +178,9 @@ class KernelWriter:
     def load(self, e: Load) -> str:
         buf = e.buffer
         text = f"{self.name(buf, buf.name)}[{self.index(e.index)}]"
-        if buf.scope == "global" and buf.dtype in ("bfloat16", "float8_e4m3"):
+        if buf.scope == "global" and buf.dtype in _NARROW_FLOATS:
             self.uses_narrow = True
             return f"_load_{buf.dtype}({text})"
-        if buf.scope == "global" and buf.dtype == "float16":
-            return f"float32({text})"
         return text
 
     def binary(self, e: Binary) -> str:
@@ -297,11 +270,9 @@ class KernelWriter:
     def store(self, s: Store, depth: int) -> None:
         buf = s.buffer
         value = self.value(s.value)
-        if buf.scope == "global" and buf.dtype in ("bfloat16", "float8_e4m3"):
+        if buf.scope == "global" and buf.dtype in _NARROW_FLOATS:
             self.uses_narrow = True
             value = f"_store_{buf.dtype}({value})"
-        elif buf.scope == "global" and buf.dtype == "float16":
-            value = f"float16({value})"
         line = f"{self.name(buf, buf.name)}[{self.index(s.index)}] = {value}"
         if s.predicate is not None:
             self.emit(f"if {self.cond(s.predicate)}:", depth)
@@ -423,10 +394,7 @@ def program_source(program: Program, simulator: bool) -> str:
     parts = [_PRELUDE_SIM if simulator else _PRELUDE_GPU]
     parts.append(_SILU.format(inline="" if simulator else ', inline="always"'))
     if any(w.uses_narrow for w in writers):
-        if not simulator:
-            raise CodegenError("16- and 8-bit float storage (bfloat16, float8_e4m3) is not yet supported "
-                               "on the GPU target; it runs in the CUDA simulator only")
-        parts.append(_NARROW_HELPERS_SIM)
+        parts.append(_NARROW_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_vector for w in writers):
         parts.append(_VECTOR_IMPORTS.format(prefix="sim_" if simulator else ""))
     alignment: dict = {}

@@ -210,7 +210,7 @@ def _device_flat(arg, kind: str):
         import torch
 
         flat = arg.reshape(-1)
-        if flat.dtype == torch.bfloat16:
+        if flat.dtype in (torch.bfloat16, torch.float16):
             flat = flat.view(torch.uint16)
         elif flat.dtype == torch.float8_e4m3fn:
             flat = flat.view(torch.uint8)
