@@ -19,7 +19,7 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from sgemm_ladder import time_cuda  # noqa: E402  (benchmarks/sgemm_ladder.py)
+from timing import time_cuda  # noqa: E402  (benchmarks/timing.py)
 
 
 def main(argv=None) -> int:
