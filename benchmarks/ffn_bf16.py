@@ -6,7 +6,8 @@ in one run.
     python benchmarks/ffn_bf16.py [--shape 1024,12288,4096] [--repeat 20]
 
 Both outputs are compared with a reference computed in float64 from the same bf16
-inputs, rounded to bf16 where the algorithm says (the tcomp output is poisoned first).
+inputs, rounded to bf16 where the algorithm says: the matmul's result and SiLU's (SiLU
+of a bf16 value is bf16); the tcomp output is poisoned first.
 tcomp's kernel runs on the CUDA cores (no tensor cores yet); cuBLAS uses them.
 """
 
@@ -41,10 +42,12 @@ def main(argv=None) -> int:
         return torch.clamp(torch.round(y / ffn.SCALE), -128, 127).to(torch.int8)
 
     def eager():
-        return quantize(torch.nn.functional.silu(torch.matmul(a, w).float()))
+        # SiLU of a bf16 tensor is bf16 (computed in fp32, rounded), as in the algorithm
+        return quantize(torch.nn.functional.silu(torch.matmul(a, w)).float())
 
+    # the algorithm's rounding points: C and SiLU(C) are bfloat16, the quantization is in fp32
     c64 = a.double() @ w.double()
-    q64 = quantize(torch.nn.functional.silu(c64.to(torch.bfloat16).float()))
+    q64 = quantize(torch.nn.functional.silu(c64.to(torch.bfloat16).float()).to(torch.bfloat16).float())
 
     Q = ffn.algorithm(M, N, K)
     s = tc.create_schedule(Q)
