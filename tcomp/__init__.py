@@ -26,3 +26,8 @@ from .check import check
 from .schedule import Schedule, Stage, create_schedule
 
 __all__ += ["build", "lower", "check", "Schedule", "Stage", "create_schedule"]
+
+from . import cost
+from .cost import estimate
+
+__all__ += ["cost", "estimate"]

@@ -3,6 +3,7 @@
     tcomp demo  [--shape M=32,N=32,K=16]            matmul + SiLU + int8 quantization, end to end
     tcomp check FILE [--schedule PATH] [--shape ..]  is the schedule legal?
     tcomp bench FILE [--schedule PATH] [--shape ..] [--repeat N]   time it on the GPU
+    tcomp explain FILE [--schedule PATH] [--shape ..] [--target NAME]  the cost model's account of it
 
 Exit status: 0 success; 1 the answer is "no" (an illegal schedule, results that differ
 from the reference); 2 a user error (a file that is missing or defines no
@@ -382,6 +383,29 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------- explain
+
+
+def cmd_explain(args) -> int:
+    import tcomp as tc
+
+    from .cost import TARGETS, get_target
+    from .workload import WorkloadError
+
+    try:
+        target = get_target(args.target)
+    except tc.TcompError:
+        raise WorkloadError(f"unknown target {args.target!r}; choose one of {', '.join(TARGETS)}") from None
+    s, out, shape, where = _prepare(args)
+    print(f"workload: {args.file}\nshape:    {_fmt_shape(shape)}\nschedule: {where}", flush=True)
+    _section("loop nest (tc.lower)")
+    program = tc.lower(s)
+    print(program, flush=True)
+    _section(f"cost on the {target.name} (tc.estimate)")
+    print(tc.estimate(program, target=target, regs_per_thread=args.regs), flush=True)
+    return 0
+
+
 # ---------------------------------------------------------------------- parser
 
 
@@ -436,6 +460,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--verify", action="store_true", help="also compare the result with tc.evaluate (numpy; "
                    "slow at large shapes)")
     p.set_defaults(func=cmd_bench)
+
+    p = sub.add_parser(
+        "explain", help="print the loop nest and the cost model's figures for each kernel",
+        description="Load a workload file, apply its schedule (or --schedule), print the loop nest, then for each "
+                    "kernel the cost model's figures on the target: flops, bytes crossing device memory (by "
+                    "tensor), shared memory and registers, blocks per SM and the resource that limits them, "
+                    "occupancy, waves, roofline, bytes in flight against Little's law, the terms of the "
+                    "predicted time and which one binds; then the totals. Needs no GPU.")
+    _add_workload_args(p)
+    p.add_argument("--target", default="h200", metavar="NAME",
+                   help="GPU to estimate for: h200 (default), h100, rtx_a6000, rtx_pro_6000")
+    p.add_argument("--regs", type=int, default=None, metavar="N",
+                   help="registers per thread, when known (from ptxas -v); default: estimated from the "
+                        "schedule's local buffers")
+    p.set_defaults(func=cmd_explain)
     return parser
 
 

@@ -1,0 +1,352 @@
+"""The analytical cost model: ``tc.estimate(s, target="h200")``.
+
+For each kernel of the lowered program, the counts of one block
+(``tcomp.cost.analysis``) are turned into time on a target in four steps, each kept
+in the record:
+
+1. **Residency** (chapter 5.1.5). Blocks per SM = the least of thread slots,
+   registers (per warp, rounded up to the allocation unit), shared memory (plus the
+   runtime's reserve per block) and the block cap; occupancy = resident warps over
+   the SM's maximum.
+2. **Roofline.** ``flops / peak`` and ``dram_bytes / bandwidth``; arithmetic
+   intensity and the ceiling it puts on the fraction of peak.
+3. **One SM's time.** The busiest SM runs ``ceil(blocks / SMs)`` blocks, ``r`` at a
+   time (wave quantization). A round of ``q`` resident blocks takes the longest of:
+   their issue slots (4 warp instructions per cycle, fewer when fewer warps), their
+   shared-memory / L1 wavefronts, their matrix work, and one block's critical path
+   (its latency rounds times the memory latency, plus its own work when barriers
+   make the block wait for its slowest warp): latency is hidden only when enough
+   blocks are resident.
+4. **Device memory.** Bytes over the achievable bandwidth, which Little's law caps
+   at the bytes the resident warps keep in flight divided by the latency (chapter
+   5.1.5: ``B_need = bandwidth x latency / SMs`` per SM against ``B_have = warps x
+   loads in flight x bytes per load``).
+
+``predicted_seconds = max(SM time, device-memory time, flops / peak) + launch overhead``; ``bound``
+names the term that decided it: "compute" (issue slots or matrix units), "memory"
+(device memory, or the shared-memory/L1 pipe) or "latency" (too few resident warps to
+hide the memory latency).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import TcompError
+from .analysis import BASE_REGISTERS, KernelCounts, analyze_kernel
+from .targets import Target, get_target
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class KernelEstimate:
+    """The cost of one kernel launch on one target. Times in seconds, sizes in bytes."""
+
+    name: str
+    grid: tuple
+    block: tuple
+    blocks: int
+    threads_per_block: int
+    warps_per_block: int
+    # work
+    flops: float
+    matrix_flops: float  # the part done by 16/8-bit matrix instructions (tensor cores)
+    dram_bytes: float  # bytes crossing between device memory and the blocks' local storage
+    dram_read_bytes: float
+    dram_write_bytes: float
+    bytes_by_tensor: dict  # tensor name -> bytes read + written
+    reads_by_tensor: dict
+    writes_by_tensor: dict
+    arithmetic_intensity: float  # flops / dram_bytes
+    # resources and residency
+    smem_bytes_per_block: int
+    regs_per_thread: int
+    regs_source: str  # "given" or how it was estimated
+    blocks_per_sm_by: dict  # resource -> blocks it allows
+    blocks_per_sm: int
+    limited_by: tuple  # the resources that allow only blocks_per_sm
+    resident_warps_per_sm: int
+    occupancy: float
+    waves: float  # blocks / (SMs x blocks_per_sm)
+    wave_efficiency: float  # waves / ceil(waves)
+    # roofline
+    peak_flops: float  # the peak this kernel's arithmetic runs at
+    t_compute_roofline: float  # flops / peak
+    t_memory_roofline: float  # dram_bytes / datasheet bandwidth
+    roofline_ceiling: float  # the fraction of peak the roofline allows
+    # latency hiding (chapter 5.1.5)
+    mem_latency_s: float
+    loads_in_flight_per_warp: float
+    bytes_per_warp_load: float
+    inflight_bytes_needed_per_sm: float
+    inflight_bytes_per_sm: float
+    latency_coverage: float  # have / needed
+    effective_bandwidth: float  # bytes/s after Little's law
+    # one SM's time, by term (each summed over the busiest SM's rounds)
+    blocks_on_busiest_sm: int
+    t_issue: float
+    t_l1: float  # shared memory and L1 wavefronts
+    t_matrix: float
+    t_latency: float  # the critical path of the resident blocks
+    t_sm: float  # the busiest SM: per round, the longest of the four
+    t_dram: float  # dram_bytes / effective_bandwidth
+    t_launch: float
+    predicted_seconds: float
+    bound: str  # "compute" | "memory" | "latency"
+    limiter: str  # the term: issue, matrix, shared/L1, latency, dram, dram (latency-limited), peak flops, launch
+    fits: bool
+    notes: tuple = ()
+
+    @property
+    def dram_mib(self) -> float:
+        return self.dram_bytes / MiB
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What ``tc.estimate`` returns: one record per kernel launch, and totals."""
+
+    target: Target
+    kernels: tuple
+    flops: float
+    dram_bytes: float
+    kernel_launches: int
+    predicted_seconds: float
+    bytes_by_tensor: dict = field(default_factory=dict)
+    notes: tuple = ()
+
+    @property
+    def dram_mib(self) -> float:
+        return self.dram_bytes / MiB
+
+    def __str__(self) -> str:
+        from .report import format_estimate
+
+        return format_estimate(self)
+
+
+# ---------------------------------------------------------------------------- residency
+
+
+def estimate_registers(counts: KernelCounts) -> int:
+    """Registers per thread: the local buffers (accumulators, fragments), the values in
+    flight between a global load and its store, and a base for indices and pointers."""
+    return BASE_REGISTERS + counts.local_registers + counts.regs_in_flight
+
+
+def residency(target: Target, threads: int, regs: int, smem: int) -> tuple[dict, int, tuple]:
+    """(blocks each resource allows, blocks per SM, the limiting resources)."""
+    warps = -(-threads // target.warp_size)
+    by = {}
+    by["threads"] = min(target.max_threads_per_sm // threads, target.max_warps_per_sm // warps) if threads else 0
+    if regs > target.max_regs_per_thread:
+        by["registers"] = 0
+    else:
+        per_warp = -(-regs * target.warp_size // target.reg_alloc_unit) * target.reg_alloc_unit
+        by["registers"] = target.regs_per_sm // (per_warp * warps) if per_warp else target.max_blocks_per_sm
+    if smem > target.smem_per_block:
+        by["shared_memory"] = 0
+    elif smem > 0:
+        by["shared_memory"] = target.smem_per_sm // (smem + target.smem_reserved_per_block)
+    else:
+        by["shared_memory"] = target.max_blocks_per_sm
+    by["block_limit"] = target.max_blocks_per_sm
+    blocks = min(by.values())
+    limited = tuple(k for k, v in by.items() if v == blocks)
+    return by, blocks, limited
+
+
+# ---------------------------------------------------------------------------- one kernel
+
+
+def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int | None = None) -> KernelEstimate:
+    t = target
+    notes = list(counts.notes)
+    clock = t.clock_hz
+    threads = counts.threads_per_block
+    wpb = counts.warps_per_block
+    blocks = counts.blocks
+
+    if regs_per_thread is None:
+        regs = estimate_registers(counts)
+        regs_source = (f"estimate: {counts.local_registers} in local buffers + {counts.regs_in_flight} loaded "
+                       f"values in flight + {BASE_REGISTERS} for indices and pointers")
+    else:
+        regs = int(regs_per_thread)
+        regs_source = "given"
+    if regs > t.max_regs_per_thread:
+        notes.append(f"{regs} registers per thread exceed the {t.max_regs_per_thread} a thread may have: "
+                     "the local buffers would spill to local memory")
+    by, bps, limited = residency(t, threads, regs, counts.smem_bytes)
+    fits = bps > 0 and threads <= t.max_threads_per_block
+    if threads > t.max_threads_per_block:
+        notes.append(f"{threads} threads per block exceed the limit of {t.max_threads_per_block}")
+    if counts.smem_bytes > t.smem_per_block:
+        notes.append(f"{counts.smem_bytes} bytes of shared memory per block exceed the {t.smem_per_block} "
+                     f"a block may have on the {t.name}")
+    try:
+        from ..build import MAX_STATIC_SHARED_BYTES
+    except ImportError:  # pragma: no cover
+        MAX_STATIC_SHARED_BYTES = None
+    if MAX_STATIC_SHARED_BYTES and counts.smem_bytes > MAX_STATIC_SHARED_BYTES:
+        notes.append(f"{counts.smem_bytes} bytes of shared memory per block: more than the "
+                     f"{MAX_STATIC_SHARED_BYTES} that tc.build's static allocation allows for now")
+    resident_warps = bps * wpb
+    occupancy = resident_warps / t.max_warps_per_sm
+
+    # work and traffic of the whole launch
+    flops = counts.flops * blocks
+    matrix_flops = counts.matrix_flops * blocks
+    reads = {n: tr.read * blocks for n, tr in counts.traffic.items()}
+    writes = {n: tr.write * blocks for n, tr in counts.traffic.items()}
+    by_tensor = {n: reads[n] + writes[n] for n in counts.traffic}
+    dram_read = sum(reads.values())
+    dram_write = sum(writes.values())
+    dram = dram_read + dram_write
+    intensity = flops / dram if dram else math.inf
+
+    # roofline
+    scalar_flops = flops - matrix_flops
+    t_roof_compute = matrix_flops / t.matrix_flops_bf16 + scalar_flops / t.fp32_flops
+    peak = (flops / t_roof_compute) if t_roof_compute > 0 else t.fp32_flops
+    t_roof_memory = dram / t.dram_bw_datasheet
+    ceiling = min(1.0, intensity * t.dram_bw_datasheet / peak) if dram else 1.0
+
+    # latency hiding: Little's law (chapter 5.1.5)
+    latency_s = t.mem_latency_ns * 1e-9
+    latency_cycles = latency_s * clock
+    all_rounds = counts.latency_rounds + counts.prefetch_rounds
+    loads_per_round = counts.global_load_instructions / wpb / all_rounds if all_rounds and wpb else 0.0
+    in_flight = min(float(t.outstanding_loads_per_warp), max(1.0, loads_per_round)) if loads_per_round else 0.0
+    bytes_per_warp_load = counts.global_load_bytes_per_lane * t.warp_size
+    need = t.dram_bw_datasheet * latency_s / t.sms
+    have = resident_warps * in_flight * bytes_per_warp_load
+    coverage = have / need if need else math.inf
+    active_sms = min(t.sms, blocks)
+    bw_eff = t.dram_bw_measured
+    if have > 0:
+        bw_eff = min(bw_eff, have * active_sms / latency_s)
+    t_dram = dram / bw_eff if dram else 0.0
+
+    # one SM: rounds of resident blocks
+    per_block_matrix_cycles = counts.matrix_flops / (t.matrix_flops_bf16 / t.sms / clock)
+    busiest = -(-blocks // t.sms)
+    if bps > 0:
+        issue_alone = counts.warp_instructions / min(t.issue_per_sm_per_clock, wpb)
+        work_alone = max(issue_alone, counts.l1_wavefronts / t.l1_wavefronts_per_clock, per_block_matrix_cycles)
+        # one block alone: its waits on memory, plus its own work (all of the block's
+        # work when barriers make every warp wait for the slowest); a prefetch into
+        # registers waits only for what the work in between does not cover
+        own = work_alone if counts.has_barrier else counts.thread_instructions
+        chain = counts.latency_rounds * latency_cycles + own
+        if counts.prefetch_rounds:
+            chain += counts.prefetch_rounds * max(0.0, latency_cycles - own / counts.prefetch_rounds)
+
+        def round_terms(q):
+            return {
+                "issue": q * counts.warp_instructions / min(t.issue_per_sm_per_clock, q * wpb),
+                "shared/L1": q * counts.l1_wavefronts / t.l1_wavefronts_per_clock,
+                "matrix": q * per_block_matrix_cycles,
+                "latency": chain,
+            }
+
+        sums = {"issue": 0.0, "shared/L1": 0.0, "matrix": 0.0, "latency": 0.0}
+        t_sm_cycles = 0.0
+        full, rest = divmod(busiest, bps)
+        for q, n in ((bps, full), (rest, 1 if rest else 0)):
+            if n == 0:
+                continue
+            terms = round_terms(q)
+            for k, v in terms.items():
+                sums[k] += n * v
+            t_sm_cycles += n * max(terms.values())
+        t_sm = t_sm_cycles / clock
+        term_s = {k: v / clock for k, v in sums.items()}
+        waves = blocks / (t.sms * bps)
+        wave_eff = waves / math.ceil(waves)
+    else:
+        t_sm = math.inf
+        term_s = {"issue": math.inf, "shared/L1": math.inf, "matrix": math.inf, "latency": math.inf}
+        waves, wave_eff = math.inf, 0.0
+        notes.append(f"no block of {counts.name} fits on an SM ({', '.join(limited)})")
+
+    t_launch = t.launch_overhead_s
+    predicted = max(t_sm, t_dram, t_roof_compute) + t_launch
+
+    # what decided it
+    candidates = dict(term_s)
+    candidates["dram"] = t_dram
+    candidates["peak flops"] = t_roof_compute
+    candidates["launch"] = t_launch
+    limiter = max(candidates, key=lambda k: candidates[k])
+    if limiter == "dram" and bw_eff < t.dram_bw_measured:
+        # fewer bytes in flight than Little's law asks for: the bandwidth is not reached
+        limiter = "dram (latency-limited)"
+    bound = {"issue": "compute", "matrix": "compute", "peak flops": "compute", "shared/L1": "memory",
+             "dram": "memory", "dram (latency-limited)": "latency", "latency": "latency",
+             "launch": "latency"}[limiter]
+
+    return KernelEstimate(
+        name=counts.name, grid=counts.grid, block=counts.block, blocks=blocks, threads_per_block=threads,
+        warps_per_block=wpb, flops=flops, matrix_flops=matrix_flops, dram_bytes=dram, dram_read_bytes=dram_read,
+        dram_write_bytes=dram_write, bytes_by_tensor=by_tensor, reads_by_tensor=reads, writes_by_tensor=writes,
+        arithmetic_intensity=intensity, smem_bytes_per_block=counts.smem_bytes, regs_per_thread=regs,
+        regs_source=regs_source, blocks_per_sm_by=by, blocks_per_sm=bps, limited_by=limited,
+        resident_warps_per_sm=resident_warps, occupancy=occupancy, waves=waves, wave_efficiency=wave_eff,
+        peak_flops=peak, t_compute_roofline=t_roof_compute, t_memory_roofline=t_roof_memory,
+        roofline_ceiling=ceiling, mem_latency_s=latency_s, loads_in_flight_per_warp=in_flight,
+        bytes_per_warp_load=bytes_per_warp_load, inflight_bytes_needed_per_sm=need, inflight_bytes_per_sm=have,
+        latency_coverage=coverage, effective_bandwidth=bw_eff, blocks_on_busiest_sm=busiest,
+        t_issue=term_s["issue"], t_l1=term_s["shared/L1"], t_matrix=term_s["matrix"], t_latency=term_s["latency"],
+        t_sm=t_sm, t_dram=t_dram, t_launch=t_launch, predicted_seconds=predicted, bound=bound, limiter=limiter,
+        fits=fits, notes=tuple(notes),
+    )
+
+
+# ---------------------------------------------------------------------------- the program
+
+
+def estimate(s, target="h200", regs_per_thread=None) -> Estimate:
+    """The analytical cost of schedule ``s`` (or of an already lowered program) on ``target``.
+
+    ``target`` is a name (``"h200"``, ``"h100"``, ``"rtx_a6000"``, ``"rtx_pro_6000"``) or a
+    :class:`~tcomp.cost.targets.Target` (``tc.cost.H100.replace(mem_latency_ns=1000)``).
+    ``regs_per_thread`` overrides the register estimate (one int for every kernel, or a
+    dict from kernel name to int), for when the compiler's figure is known.
+
+    Returns a frozen :class:`Estimate`: ``kernels`` (one :class:`KernelEstimate` per
+    launch, with every term of the prediction) and the totals ``dram_bytes``,
+    ``kernel_launches`` and ``predicted_seconds``. ``print(est)`` shows it as tables.
+    """
+    from ..ir.stmt import Program
+    from ..lower import lower
+
+    tgt = get_target(target)
+    program = s if isinstance(s, Program) else lower(s)
+    kernels = []
+    for k in program.kernels:
+        regs = regs_per_thread
+        if isinstance(regs_per_thread, dict):
+            regs = regs_per_thread.get(k.name)
+        elif regs_per_thread is not None and not isinstance(regs_per_thread, int):
+            raise TcompError(f"regs_per_thread must be an int or a dict of kernel name to int, "
+                             f"got {regs_per_thread!r}")
+        kernels.append(estimate_kernel(analyze_kernel(k), tgt, regs))
+    by_tensor: dict = {}
+    for ke in kernels:
+        for name, b in ke.bytes_by_tensor.items():
+            by_tensor[name] = by_tensor.get(name, 0.0) + b
+    return Estimate(
+        target=tgt,
+        kernels=tuple(kernels),
+        flops=sum(k.flops for k in kernels),
+        dram_bytes=sum(k.dram_bytes for k in kernels),
+        kernel_launches=len(kernels),
+        predicted_seconds=sum(k.predicted_seconds for k in kernels),
+        bytes_by_tensor=by_tensor,
+    )
+
+
+__all__ = ["Estimate", "KernelEstimate", "estimate", "estimate_kernel", "residency", "estimate_registers"]

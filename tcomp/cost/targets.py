@@ -1,0 +1,189 @@
+"""Target descriptions: the figures of each GPU that the cost model divides by.
+
+Every figure carries its source. "chapter" is the seed chapter (seeds/
+operators-and-runtime-chapter.txt), "worklog" the SGEMM worklog
+(seeds/sgemm-worklog.txt), "CUDA guide" the CUDA C++ Programming Guide's table of
+compute capabilities, "measured" a figure measured on the machine itself
+(shared/device/README.md). Where a seed calls a value "chosen for this section"
+(memory latency, loads in flight per warp) it is a modelling assumption, not a
+datasheet figure; the comment says so.
+
+A target is a frozen record: ``H100.replace(mem_latency_ns=1000)`` gives a variant
+(the chapter's "flip condition" of section 5.1.5, say).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from ..errors import TcompError
+
+KiB = 1024
+
+
+@dataclass(frozen=True)
+class Target:
+    """One GPU, as the cost model sees it. Rates are per second, sizes in bytes."""
+
+    name: str
+    description: str
+    sms: int
+    clock_hz: float  # SM clock used to turn cycles into seconds
+    # residency limits per SM
+    max_threads_per_sm: int
+    max_warps_per_sm: int
+    max_blocks_per_sm: int
+    regs_per_sm: int
+    reg_alloc_unit: int  # registers are given to a warp in multiples of this
+    max_regs_per_thread: int
+    smem_per_sm: int
+    smem_per_block: int  # largest shared memory one block may have (opt-in)
+    smem_reserved_per_block: int  # the runtime keeps this much per resident block
+    max_threads_per_block: int
+    # throughput
+    dram_bw_datasheet: float  # bytes/s, the vendor's figure (roofline, Little's law)
+    dram_bw_measured: float  # bytes/s a copy achieves (what time predictions use)
+    fp32_flops: float  # CUDA-core fp32 peak, FLOP/s (an FMA is 2)
+    matrix_flops_bf16: float  # dense 16-bit matrix (tensor core) peak, FLOP/s
+    l2_bytes: int
+    issue_per_sm_per_clock: int  # warp instructions an SM issues per cycle (one per scheduler)
+    l1_wavefronts_per_clock: int  # shared memory / L1 data-stage wavefronts per SM per cycle
+    # latency hiding (chapter 5.1.5)
+    mem_latency_ns: float
+    outstanding_loads_per_warp: int
+    launch_overhead_s: float  # per kernel launch
+    warp_size: int = 32
+
+    def replace(self, **changes) -> "Target":
+        """A copy of this target with some figures changed."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise TcompError(f"target {self.name} has no figure {', '.join(unknown)}; "
+                             f"it has {', '.join(sorted(known))}")
+        return replace(self, **changes)
+
+    @property
+    def ridge_bf16(self) -> float:
+        """FLOP per byte where 16-bit matrix work stops being memory-bound (datasheet figures)."""
+        return self.matrix_flops_bf16 / self.dram_bw_datasheet
+
+    @property
+    def ridge_fp32(self) -> float:
+        return self.fp32_flops / self.dram_bw_datasheet
+
+
+H100 = Target(
+    name="h100",
+    description="NVIDIA H100 SXM (compute capability 9.0)",
+    sms=132,  # chapter 5.1.5, from the H100 architecture whitepaper (table 3)
+    clock_hz=1.98e9,  # H100 SXM boost clock (whitepaper); fp32 peak 66.9 TFLOP/s = 132 x 256 x 1.98 GHz
+    max_threads_per_sm=2048,  # chapter 5.1.5 / CUDA guide, compute capability 9.0
+    max_warps_per_sm=64,  # chapter 5.1.5: "2048 resident threads (i.e., 64 warps)"
+    max_blocks_per_sm=32,  # chapter 5.1.5: "and 32 thread blocks"
+    regs_per_sm=65536,  # chapter 5.1.5: "64K registers (each 32 bits)"
+    reg_alloc_unit=256,  # CUDA occupancy calculator, cc 9.0 (the worklog's rule: per warp, multiples of 256)
+    max_regs_per_thread=255,  # CUDA guide, cc 9.0
+    smem_per_sm=233472,  # chapter 5.1.5: "228 KB of shared memory ... 233,472 bytes"
+    smem_per_block=232448,  # CUDA guide, cc 9.0: 227 KB per block
+    smem_reserved_per_block=1 * KiB,  # chapter 5.1.5: "1 KiB reserved per block"
+    max_threads_per_block=1024,  # CUDA guide
+    dram_bw_datasheet=3.35e12,  # chapter 5.1.5, from the H100 product page
+    dram_bw_measured=3.35e12 * 0.875,  # no measurement in the seeds: the H200's measured/datasheet ratio
+    fp32_flops=66.9e12,  # H100 whitepaper (SXM5)
+    matrix_flops_bf16=989.4e12,  # chapter 5.1.5, from the H100 architecture whitepaper (table 3)
+    l2_bytes=50 * 1024 * KiB,  # H100 whitepaper: 50 MB L2
+    issue_per_sm_per_clock=4,  # four warp schedulers per SM (worklog; Hopper tuning guide)
+    l1_wavefronts_per_clock=1,  # 128 bytes per clock per SM from shared memory / L1 (CUDA guide)
+    mem_latency_ns=600.0,  # chapter 5.1.5: "memory latency is taken as 600 ns" (chosen for that section)
+    outstanding_loads_per_warp=4,  # chapter 5.1.5: "each warp can have at most 4 outstanding loads" (chosen)
+    launch_overhead_s=5e-6,  # chapter 5.5: "a 5 us kernel launch"
+)
+
+H200 = H100.replace(
+    name="h200",
+    description="NVIDIA H200 SXM (compute capability 9.0)",
+    # the same SM and limits as the H100 (device/H200.md: "the same Hopper processor as the H100")
+    dram_bw_datasheet=4.8e12,  # H200 datasheet: 4.8 TB/s HBM3e
+    dram_bw_measured=4.2e12,  # measured here: 4 GiB device copy, bytes read + written (shared/device/README.md)
+    fp32_flops=67e12,  # H200 datasheet (device/H200.md: "plain fp32 about 67")
+    matrix_flops_bf16=989e12,  # H200 datasheet, dense bf16 (device/H200.md: "about 990")
+    l2_bytes=50 * 1024 * KiB,  # H200 datasheet: 50 MB L2
+    # NOTE: the seeds give no latency for the H200. 500 cycles at 1.98 GHz (about 250 ns) is the
+    # order of published Hopper microbenchmarks for a load that misses L1, and it is what makes
+    # this model reproduce the SGEMM ladder's coalesced rung measured on this machine (BENCHMARKS.md).
+    mem_latency_ns=250.0,
+)
+
+RTX_A6000 = Target(
+    name="rtx_a6000",
+    description="NVIDIA RTX A6000 (compute capability 8.6)",
+    sms=84,  # worklog: "The RTX A6000 has 84 of them"
+    clock_hz=1.80e9,  # A6000 datasheet boost clock, 1800 MHz
+    max_threads_per_sm=1536,  # worklog: "Threads: 1024 per block into 1536 per SM"
+    max_warps_per_sm=48,  # worklog: "the maximum (48)"
+    max_blocks_per_sm=16,  # CUDA guide, compute capability 8.6
+    regs_per_sm=65536,  # worklog: "65536 / 40960 allows 1 block"
+    reg_alloc_unit=256,  # worklog: "rounded up to the 256 allocation unit"
+    max_regs_per_thread=255,  # CUDA guide
+    smem_per_sm=102400,  # worklog: "into 102400 bytes per SM"
+    smem_per_block=101376,  # CUDA guide, cc 8.6: 99 KB per block
+    smem_reserved_per_block=1024,  # worklog: "8192 + 1024 bytes runtime overhead"
+    max_threads_per_block=1024,  # CUDA guide
+    dram_bw_datasheet=768e9,  # worklog: "a card capable of 768 GB/s"
+    dram_bw_measured=768e9 * 0.875,  # no measurement in the seeds: the H200's measured/datasheet ratio
+    fp32_flops=38.7e12,  # A6000 datasheet
+    matrix_flops_bf16=154.8e12,  # A6000 datasheet, dense bf16 tensor (309.7 with sparsity)
+    l2_bytes=6 * 1024 * KiB,  # A6000 (GA102) datasheet: 6 MB L2
+    issue_per_sm_per_clock=4,  # worklog: "four warp schedulers"
+    l1_wavefronts_per_clock=1,  # 128 bytes per clock per SM (CUDA guide)
+    mem_latency_ns=600.0,  # chapter 5.1.5's chosen value; no figure in the seeds for this card
+    outstanding_loads_per_warp=4,  # chapter 5.1.5's chosen value
+    launch_overhead_s=5e-6,  # chapter 5.5
+)
+
+RTX_PRO_6000 = Target(
+    name="rtx_pro_6000",
+    description="NVIDIA RTX PRO 6000 Blackwell Workstation Edition (compute capability 12.0)",
+    sms=188,  # RTX PRO 6000 Blackwell datasheet
+    clock_hz=2.617e9,  # datasheet boost clock
+    max_threads_per_sm=1536,  # CUDA guide, compute capability 12.0
+    max_warps_per_sm=48,  # CUDA guide, compute capability 12.0
+    max_blocks_per_sm=24,  # CUDA guide, compute capability 12.0
+    regs_per_sm=65536,  # CUDA guide, compute capability 12.0
+    reg_alloc_unit=256,  # CUDA occupancy calculator
+    max_regs_per_thread=255,  # CUDA guide
+    smem_per_sm=102400,  # chapter 5.2.2 (note 33): "a per-SM shared memory limit of 100 KB (i.e., 102,400 bytes)"
+    smem_per_block=101376,  # chapter 5.3.3 (note 9): "99 KB of shared memory (101,376 bytes)"
+    smem_reserved_per_block=1024,  # chapter note 33: "the 1 KiB reserved per block"
+    max_threads_per_block=1024,  # CUDA guide
+    dram_bw_datasheet=1792e9,  # chapter (note 26, Experiment 5-2): "1792 GB/s memory bandwidth"
+    dram_bw_measured=1792e9 * 0.875,  # no measurement in the seeds: the H200's measured/datasheet ratio
+    fp32_flops=126e12,  # RTX PRO 6000 Blackwell datasheet (about 126 TFLOP/s)
+    matrix_flops_bf16=503.8e12,  # chapter note 26: "BF16 dense peak of 503.8 TFLOP/s"
+    l2_bytes=128 * 1024 * KiB,  # datasheet: 128 MB L2
+    issue_per_sm_per_clock=4,  # four warp schedulers per SM
+    l1_wavefronts_per_clock=1,  # 128 bytes per clock per SM
+    mem_latency_ns=600.0,  # chapter 5.1.5's chosen value; no figure in the seeds for this card
+    outstanding_loads_per_warp=4,  # chapter 5.1.5's chosen value
+    launch_overhead_s=5e-6,  # chapter 5.5
+)
+
+TARGETS = {t.name: t for t in (H200, H100, RTX_A6000, RTX_PRO_6000)}
+_ALIASES = {"a6000": "rtx_a6000", "rtx-a6000": "rtx_a6000", "rtxa6000": "rtx_a6000",
+            "rtx-pro-6000": "rtx_pro_6000", "pro6000": "rtx_pro_6000", "rtx_pro6000": "rtx_pro_6000"}
+
+
+def get_target(target) -> Target:
+    """A Target from a Target or a name (``"h200"``, ``"h100"``, ``"rtx_a6000"``, ``"rtx_pro_6000"``)."""
+    if isinstance(target, Target):
+        return target
+    if isinstance(target, str):
+        key = target.strip().lower()
+        key = _ALIASES.get(key, key)
+        if key in TARGETS:
+            return TARGETS[key]
+    raise TcompError(f"unknown target {target!r}; the cost model knows {', '.join(TARGETS)}")
+
+
+__all__ = ["Target", "TARGETS", "H200", "H100", "RTX_A6000", "RTX_PRO_6000", "get_target"]

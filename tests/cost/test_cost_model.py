@@ -1,0 +1,239 @@
+"""The cost model's parts: targets, what the IR analysis counts (bytes by dtype, coalescing,
+bank conflicts, hoisted loads, registers), residency, waves and the time terms."""
+
+import dataclasses
+import math
+
+import pytest
+
+import chapter as ch
+import sgemm_ladder
+import tcomp as tc
+from tcomp.cost import H100, H200, RTX_A6000, RTX_PRO_6000, get_target
+
+MiB = 1024 * 1024
+
+
+def ladder(name, n=4096, **kw):
+    C = sgemm_ladder.algorithm(n, n, n)
+    s = tc.create_schedule(C)
+    sgemm_ladder.SCHEDULES[name](s, C, **kw)
+    return s
+
+
+def blocktile(n=2048, **params):
+    C = sgemm_ladder.algorithm(n, n, n)
+    s = tc.create_schedule(C)
+    CL = s.cache_write(C, "local")
+    sgemm_ladder.blocktile_2d(s, C, CL, "A", "B", **params)
+    return s
+
+
+def copy(dtype_in, dtype_out, n=1024):
+    """out[i, j] = cast(x[i, j]), one thread per element."""
+    X = tc.placeholder((n, n), dtype_in, name="X")
+    Y = tc.compute((n, n), lambda i, j: tc.cast(X[i, j], dtype_out), name="Y")
+    s = tc.create_schedule(Y)
+    ch.elementwise(s, Y)
+    return s
+
+
+# ---------------------------------------------------------------------------- targets
+
+
+def test_targets_by_name():
+    assert get_target("h200") is H200
+    assert get_target("H100") is H100
+    assert get_target("a6000") is RTX_A6000
+    assert get_target("rtx_pro_6000") is RTX_PRO_6000
+    assert get_target(H100) is H100
+    with pytest.raises(tc.TcompError, match="h200, h100, rtx_a6000, rtx_pro_6000"):
+        get_target("mi300")
+
+
+def test_h200_figures():
+    t = H200
+    assert (t.sms, t.max_threads_per_sm, t.regs_per_sm) == (132, 2048, 65536)
+    assert t.smem_per_sm == 228 * 1024 and t.smem_per_block == 227 * 1024
+    assert t.dram_bw_datasheet == 4.8e12 and t.dram_bw_measured == 4.2e12
+    assert t.fp32_flops == 67e12 and t.matrix_flops_bf16 == 989e12
+    assert t.l2_bytes == 50 * MiB
+    assert round(t.ridge_bf16) == 206  # device/H200.md: "about 206 FLOP per byte in dense bf16"
+
+
+def test_target_replace():
+    t = H100.replace(mem_latency_ns=1000)
+    assert t.mem_latency_ns == 1000 and H100.mem_latency_ns == 600
+    with pytest.raises(tc.TcompError, match="no figure"):
+        H100.replace(latency=1)
+
+
+# ---------------------------------------------------------------------------- bytes
+
+
+@pytest.mark.parametrize("dtype_in, dtype_out, bytes_per_element", [
+    ("float32", "float32", 8), ("bfloat16", "bfloat16", 4), ("bfloat16", "float32", 6),
+    ("float32", "int8", 5), ("float16", "float8_e4m3", 3),
+])
+def test_dtypes_decide_bytes(dtype_in, dtype_out, bytes_per_element):
+    est = tc.estimate(copy(dtype_in, dtype_out))
+    assert est.dram_bytes == bytes_per_element * 1024 * 1024
+
+
+def test_estimate_takes_a_lowered_program():
+    s = copy("float32", "float32")
+    assert tc.estimate(tc.lower(s)).dram_bytes == tc.estimate(s).dram_bytes
+
+
+def test_estimate_is_a_frozen_record():
+    est = tc.estimate(copy("float32", "float32"))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        est.dram_bytes = 0
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        est.kernels[0].occupancy = 1.0
+
+
+def test_uncached_loads_count_each_warp_instruction():
+    """The worklog's naive kernel: every thread streams its row of A and column of B from
+    device memory; a warp's 32 lanes share B[k, col] (one broadcast element)."""
+    n = 1024
+    (k,) = tc.estimate(ladder("naive", n)).kernels
+    warps = n * n // 32
+    assert k.reads_by_tensor["A"] == warps * n * 32 * 4  # 32 rows a warp instruction
+    assert k.reads_by_tensor["B"] == warps * n * 4  # one element, broadcast
+    assert k.writes_by_tensor["C"] == n * n * 4
+
+
+def test_shared_tiles_are_read_once_per_k_step():
+    """A tile filled inside k_o is read once per k_o iteration, not once per k_i."""
+    n = 2048
+    (k,) = tc.estimate(blocktile(n, BM=128, BN=128, BK=8, TM=8, TN=8)).kernels
+    assert k.reads_by_tensor["A"] == n * n * 4 * (n // 128)  # N / BN column tiles each read A
+    assert k.reads_by_tensor["B"] == n * n * 4 * (n // 128)
+    assert k.writes_by_tensor["C"] == n * n * 4
+
+
+# ---------------------------------------------------------------------------- the L1 / shared pipe
+
+
+def test_uncoalesced_loads_cost_a_wavefront_per_line():
+    """Kernel 1 reads 32 rows of A per warp instruction (32 lines), kernel 2 one broadcast
+    element: the same bytes, 17 times the L1 wavefronts (33 against 2 a k step)."""
+    naive = tc.estimate(ladder("naive")).kernels[0]
+    coalesced = tc.estimate(ladder("coalesced")).kernels[0]
+    assert naive.dram_bytes == coalesced.dram_bytes
+    assert naive.t_l1 / coalesced.t_l1 == pytest.approx(33 / 2, rel=0.02)
+    assert naive.limiter == "shared/L1"
+    assert naive.predicted_seconds > 3 * coalesced.predicted_seconds
+
+
+def test_bank_conflicts_of_the_a_fragment():
+    """8 x 8 thread tiles of 16 x 16 threads: a warp spans two thread rows, whose A
+    fragments sit 64 words apart in the same bank (2-way conflict) unless the A tile is
+    stored transposed (storage_order), which makes them 8 words apart."""
+    plain = tc.estimate(blocktile(BM=128, BN=128, BK=8, TM=8, TN=8)).kernels[0]
+    transposed = tc.estimate(blocktile(BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=True)).kernels[0]
+    assert transposed.t_l1 < plain.t_l1
+    assert transposed.dram_bytes == plain.dram_bytes
+
+
+# ---------------------------------------------------------------------------- registers, residency
+
+
+def test_register_estimate_from_local_buffers():
+    s = blocktile(BM=128, BN=128, BK=8, TM=8, TN=8)
+    (k,) = tc.estimate(s).kernels
+    # 64 accumulators + 8 + 8 fragment registers + 4 loaded values in flight + 14
+    assert k.regs_per_thread == 98  # ptxas -v reports 93 for this kernel
+    assert k.regs_source.startswith("estimate: 80 in local buffers + 4 loaded values in flight")
+    assert k.blocks_per_sm == 2 and k.limited_by == ("registers",)
+
+
+def test_register_override_per_kernel():
+    s = ch.example_5_4(0, quantize=True)
+    est = tc.estimate(s, regs_per_thread={"k_Z": 200})
+    regs = {k.name: k.regs_per_thread for k in est.kernels}
+    assert regs["k_Z"] == 200
+    assert est.kernels[0].regs_source.startswith("estimate")
+    with pytest.raises(tc.TcompError, match="regs_per_thread"):
+        tc.estimate(s, regs_per_thread="many")
+
+
+def test_a_block_that_does_not_fit():
+    by, blocks, limited = tc.cost.residency(RTX_PRO_6000, threads=256, regs=64, smem=100 * 1024)
+    assert blocks == 0 and limited == ("shared_memory",)  # more than the 99 KB a block may have
+    (k,) = tc.estimate(ch.section_5_1_5(), target="rtx_pro_6000", regs_per_thread=64).kernels
+    assert k.fits and k.blocks_per_sm == 1  # 96 KiB fits once in 100 KB
+
+
+def test_too_many_registers_is_noted():
+    (k,) = tc.estimate(blocktile(BM=64, BN=64, BK=8, TM=8, TN=8), regs_per_thread=300).kernels
+    assert k.blocks_per_sm == 0 and not k.fits
+    assert math.isinf(k.predicted_seconds)
+    assert any("spill" in n for n in k.notes)
+
+
+# ---------------------------------------------------------------------------- time
+
+
+def test_wave_quantization():
+    """One block more than the SMs can hold at once costs a whole second wave."""
+    def one_block_per_sm(blocks):
+        n = 1024
+        X = tc.placeholder((blocks, n), "float32", name="X")
+        Y = tc.compute((blocks, n), lambda i, j: X[i, j] * 2.0, name="Y")
+        s = tc.create_schedule(Y)
+        i, j = s[Y].axis
+        s[Y].bind(i, "blockIdx.x")
+        s[Y].bind(j, "threadIdx.x")
+        return tc.estimate(s, regs_per_thread=64).kernels[0]  # 1024 x 64 registers: one block an SM
+
+    full, over = one_block_per_sm(132), one_block_per_sm(133)
+    assert full.blocks_per_sm == 1 and full.waves == 1.0
+    assert over.waves == pytest.approx(133 / 132) and over.blocks_on_busiest_sm == 2
+    assert over.t_sm == pytest.approx(2 * full.t_sm)
+
+
+def test_latency_bound_with_one_thread_per_block():
+    """The row max of example 5-8 as one thread a row: 4096 loads in sequence per thread."""
+    rowmax = tc.estimate(ch.example_5_8(fused=True)).kernels[0]
+    assert rowmax.threads_per_block == 1
+    assert rowmax.bound == "latency"
+    assert rowmax.t_latency > 10 * rowmax.t_dram
+
+
+def test_totals_add_up():
+    est = tc.estimate(ch.example_5_4(0, quantize=True))
+    assert est.kernel_launches == 3
+    assert est.predicted_seconds == pytest.approx(sum(k.predicted_seconds for k in est.kernels))
+    assert est.dram_bytes == sum(k.dram_bytes for k in est.kernels)
+    for k in est.kernels:
+        assert k.predicted_seconds == pytest.approx(max(k.t_sm, k.t_dram, k.t_compute_roofline) + k.t_launch)
+        assert k.t_launch == H200.launch_overhead_s
+        assert k.bound in ("compute", "memory", "latency")
+
+
+def test_elementwise_chain_is_memory_bound():
+    for k in tc.estimate(ch.example_5_4(3, quantize=True)).kernels:
+        assert k.bound == "memory" and k.limiter == "dram"
+        assert k.t_dram == pytest.approx(k.dram_bytes / H200.dram_bw_measured)
+
+
+# measured on the H200 (BENCHMARKS.md, SGEMM ladder at 4096^3, ms)
+LADDER_MS = {"naive": 276.302, "coalesced": 65.086, "shared": 18.095, "blocktile_1d": 11.818,
+             "blocktile_2d": 6.261}
+
+
+def test_ladder_predictions_follow_the_measured_order():
+    predicted = {name: tc.estimate(ladder(name)).predicted_seconds * 1e3 for name in LADDER_MS}
+    order = sorted(LADDER_MS, key=LADDER_MS.get)
+    assert sorted(predicted, key=predicted.get) == order
+    for name, ms in LADDER_MS.items():
+        assert predicted[name] == pytest.approx(ms, rel=0.25), name
+
+
+def test_print_shows_the_tables():
+    text = str(tc.estimate(ch.section_5_1_5(), target="h100", regs_per_thread=128))
+    for needle in ("target h100", "kernel k_Cb", "blocks per SM     2, limited by registers and shared memory",
+                   "occupancy         25.0% (16 of 64 warps)", "in flight per SM", "predicted", "total: 1 kernel launch"):
+        assert needle in text, needle
