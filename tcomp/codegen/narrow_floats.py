@@ -77,76 +77,32 @@ def _f32_to_e4m3(builder, x):
 
 # ---------------------------------------------------------------------------- intrinsics
 
-@intrinsic
-def load_bfloat16(typingctx, bits):
-    def codegen(context, builder, sig, args):
-        return _bf16_to_f32(builder, _as_int(builder, args[0], 16))
+def _conversion(result, convert, from_bits: int | None = None):
+    """An intrinsic of one argument: the float32 value (or, with ``from_bits``, the bit
+    pattern of that width) handed to the IR builder ``convert``."""
 
-    return types.float32(bits), codegen
+    def conversion(typingctx, x):
+        def codegen(context, builder, sig, args):
+            if from_bits is None:
+                value = _as_float32(context, builder, args[0], sig.args[0])
+            else:
+                value = _as_int(builder, args[0], from_bits)
+            return convert(builder, value)
 
+        return result(x), codegen
 
-@intrinsic
-def store_bfloat16(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return _f32_to_bf16(builder, _as_float32(context, builder, args[0], sig.args[0]))
-
-    return types.uint16(x), codegen
-
-
-@intrinsic
-def round_bfloat16(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return _bf16_to_f32(builder, _f32_to_bf16(builder, _as_float32(context, builder, args[0], sig.args[0])))
-
-    return types.float32(x), codegen
+    return intrinsic(conversion)
 
 
-@intrinsic
-def round_float16(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return _f16_to_f32(builder, _f32_to_f16(builder, _as_float32(context, builder, args[0], sig.args[0])))
-
-    return types.float32(x), codegen
-
-
-@intrinsic
-def load_float16(typingctx, bits):
-    def codegen(context, builder, sig, args):
-        return _f16_to_f32(builder, _as_int(builder, args[0], 16))
-
-    return types.float32(bits), codegen
-
-
-@intrinsic
-def store_float16(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return _f32_to_f16(builder, _as_float32(context, builder, args[0], sig.args[0]))
-
-    return types.uint16(x), codegen
-
-
-@intrinsic
-def load_float8_e4m3(typingctx, bits):
-    def codegen(context, builder, sig, args):
-        return _e4m3_to_f32(builder, _as_int(builder, args[0], 8))
-
-    return types.float32(bits), codegen
-
-
-@intrinsic
-def store_float8_e4m3(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return _f32_to_e4m3(builder, _as_float32(context, builder, args[0], sig.args[0]))
-
-    return types.uint8(x), codegen
-
-
-@intrinsic
-def round_float8_e4m3(typingctx, x):
-    def codegen(context, builder, sig, args):
-        return _e4m3_to_f32(builder, _f32_to_e4m3(builder, _as_float32(context, builder, args[0], sig.args[0])))
-
-    return types.float32(x), codegen
+load_bfloat16 = _conversion(types.float32, _bf16_to_f32, from_bits=16)
+store_bfloat16 = _conversion(types.uint16, _f32_to_bf16)
+round_bfloat16 = _conversion(types.float32, lambda b, x: _bf16_to_f32(b, _f32_to_bf16(b, x)))
+load_float16 = _conversion(types.float32, _f16_to_f32, from_bits=16)
+store_float16 = _conversion(types.uint16, _f32_to_f16)
+round_float16 = _conversion(types.float32, lambda b, x: _f16_to_f32(b, _f32_to_f16(b, x)))
+load_float8_e4m3 = _conversion(types.float32, _e4m3_to_f32, from_bits=8)
+store_float8_e4m3 = _conversion(types.uint8, _f32_to_e4m3)
+round_float8_e4m3 = _conversion(types.float32, lambda b, x: _e4m3_to_f32(b, _f32_to_e4m3(b, x)))
 
 
 # ---------------------------------------------------------------------------- simulator
