@@ -2,7 +2,8 @@
 
 Each ``schedule_*`` function reproduces one rung of the worklog (seeds/sgemm-worklog.txt):
 naive, coalesced, shared-memory blocking, 1D blocktiling, 2D blocktiling, 2D blocktiling
-with a transposed A tile and vector loads, and warptiling. ``schedule`` is the best one.
+with a transposed A tile and vector loads, the same double buffered, and warptiling.
+``schedule`` is the 2D blocktiling.
 
     tcomp check examples/sgemm_ladder.py
     python benchmarks/sgemm_ladder.py          # on a GPU
@@ -182,6 +183,58 @@ def schedule_vectorized_bk16(s, out):
     schedule_vectorized(s, out, BK=16)
 
 
+def schedule_warptiled(s, out, BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4):
+    """Kernel 10: each warp computes a WM x WN piece of the block tile, and each of its
+    threads a TM x TN sub-tile at every WSUBN-th column of it (WNITER of them): the
+    warp's lanes read neighbouring fragments of shared memory together. The thread's
+    strided sub-tiles are kept compact in registers."""
+    CL = _register_accumulator(s, out)
+    AS = s.cache_read("A", "shared", [CL])
+    BS = s.cache_read("B", "shared", [CL])
+    AL = s.cache_read(AS, "local", [CL])
+    BL = s.cache_read(BS, "local", [CL])
+    wmiter = WM * WN // (32 * TM * TN * WNITER)
+    wsubm, wsubn = WM // wmiter, WN // WNITER
+    i, j = s[out].axis
+    bi, bj, ii, jj = s[out].tile(i, j, BM, BN)
+    wi, iw = s[out].split(ii, WM)
+    wj, jw = s[out].split(jj, WN)
+    wsi, isub = s[out].split(iw, wsubm)
+    wsj, jsub = s[out].split(jw, wsubn)
+    ti, ri = s[out].split(isub, TM)
+    tj, rj = s[out].split(jsub, TN)
+    s[out].reorder(bi, bj, wi, wj, ti, tj, wsi, wsj, ri, rj)
+    warp = s[out].fuse(wi, wj)
+    lane = s[out].fuse(ti, tj)
+    s[out].bind(bi, "blockIdx.y")
+    s[out].bind(bj, "blockIdx.x")
+    s[out].bind(warp, "threadIdx.y")
+    s[out].bind(lane, "threadIdx.x")
+    for ax in (wsi, wsj, ri, rj):
+        s[out].unroll(ax)
+    s[CL].compute_at(s[out], lane)
+    ci, cj = s[CL].axis
+    (k,) = s[CL].reduce_axis
+    ko, ki = s[CL].split(k, BK)
+    s[CL].reorder(ko, ki, ci, cj)
+    s[CL].unroll(ci)
+    s[CL].unroll(cj)
+    s[AS].compute_at(s[CL], ko)
+    s[BS].compute_at(s[CL], ko)
+    s[AL].compute_at(s[CL], ki)
+    s[BL].compute_at(s[CL], ki)
+    for L in (AL, BL):
+        for ax in s[L].axis:
+            s[L].unroll(ax)
+    row, kk = s[AS].axis
+    s[AS].storage_order(kk, row)
+    warps = (BM // WM) * (BN // WN)
+    _cooperative_fill(s, AS, warps, 32, 4)
+    _cooperative_fill(s, BS, warps, 32, 4)
+    s[AS].double_buffer()
+    s[BS].double_buffer()
+
+
 SCHEDULES = {
     "naive": schedule_naive,
     "coalesced": schedule_coalesced,
@@ -191,6 +244,7 @@ SCHEDULES = {
     "vectorized": schedule_vectorized,
     "vectorized_bk16": schedule_vectorized_bk16,
     "double_buffered": schedule_double_buffered,
+    "warptiled": schedule_warptiled,
 }
 
 schedule = schedule_blocktile_2d

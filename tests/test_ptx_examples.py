@@ -24,7 +24,8 @@ def test_examples_compile_for_sm90a_without_spills():
     assert proc.returncode == 0, proc.stderr[-3000:]
     reports = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     names = {(r["file"], r["schedule"]) for r in reports}
-    for rung in ("naive", "coalesced", "shared", "blocktile_1d", "blocktile_2d", "vectorized"):
+    for rung in ("naive", "coalesced", "shared", "blocktile_1d", "blocktile_2d", "vectorized", "double_buffered",
+                 "warptiled"):
         assert ("sgemm_ladder.py", rung) in names
     assert ("matmul_silu_quant.py", "schedule") in names
     assert ("ffn_bf16.py", "schedule") in names

@@ -25,10 +25,7 @@ def linear_form(e: Expr) -> LinearForm:
         ta, ca = linear_form(e.a)
         tb, cb = linear_form(e.b)
         sign = 1 if e.op == "+" else -1
-        terms = dict(ta)
-        for atom, coef in tb.items():
-            terms[atom] = terms.get(atom, 0) + sign * coef
-        return {k: v for k, v in terms.items() if v != 0}, ca + sign * cb
+        return _add_terms(ta, tb, sign), ca + sign * cb
     if isinstance(e, Binary) and e.op == "*":
         ta, ca = linear_form(e.a)
         tb, cb = linear_form(e.b)
@@ -50,6 +47,28 @@ def linear_form(e: Expr) -> LinearForm:
     return {simplify_children(e): 1}, 0
 
 
+def _atom_key(e: Expr):
+    """Structural identity of an atom: equal keys, equal values (variables by identity)."""
+    if isinstance(e, Var):
+        return ("var", id(e))
+    if isinstance(e, IntImm):
+        return ("int", e.value)
+    if isinstance(e, Binary):
+        return (e.op, _atom_key(e.a), _atom_key(e.b))
+    return ("node", id(e))
+
+
+def _add_terms(terms: dict, more: dict, sign: int = 1) -> dict:
+    """``terms + sign * more``, atoms that are the same expression merged (so that
+    ``x // 4 * 128 - x // 4 * 128`` cancels even when the two ``x // 4`` were built apart)."""
+    out = dict(terms)
+    representative = {_atom_key(atom): atom for atom in terms}
+    for atom, coef in more.items():
+        rep = representative.setdefault(_atom_key(atom), atom)
+        out[rep] = out.get(rep, 0) + sign * coef
+    return {k: v for k, v in out.items() if v != 0}
+
+
 def _merge_div_mod(terms: dict, constant: int) -> LinearForm:
     """Rewrite ``(x // d) * c*d + (x % d) * c`` as ``x * c`` (what fused loops produce)."""
     changed = True
@@ -66,8 +85,7 @@ def _merge_div_mod(terms: dict, constant: int) -> LinearForm:
                     c = terms.pop(mod)
                     terms.pop(div)
                     inner_terms, inner_const = linear_form(div.a)
-                    for atom, coef in inner_terms.items():
-                        terms[atom] = terms.get(atom, 0) + coef * c
+                    terms = _add_terms(terms, inner_terms, c)
                     constant += inner_const * c
                     changed = True
                     break

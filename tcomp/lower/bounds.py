@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from ..errors import LoweringError, ScheduleError
 from ..ir.expr import Expr, IntImm, Var, binary, compare
-from ..ir.simplify import simplify
+from ..ir.simplify import difference, simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Buffer
 from ..ir.visitor import substitute, walk
 from ..lang.tensor import TensorRead
 from ..schedule.stage import Fuse, Split, Stage
 from .inline import expand_inline
-from .intervals import Interval, interval, union, upper_bound
+from .intervals import Interval, StridedInterval, interval, strided_interval, union, upper_bound
 
 
 @dataclass(frozen=True)
@@ -132,14 +132,20 @@ class BoundInference:
         if shared:
             env.update(self._enclosing_thread_loops(consumer))
         per_dim: list = [[] for _ in stage.root_axes]
+        strided: list = [[] for _ in stage.root_axes]
         for reader in readers:
             for inner in self._path_inside(reader, consumer, axis, stage):
                 env.update({v: Interval(IntImm(0), e) for v, e in self.layout(inner).extents.items()})
             rlayout = self.layout(reader)
             for r in self._reads_of(stage, reader):
                 for dim in range(len(stage.root_axes)):
-                    per_dim[dim].append(interval(substitute(r.indices[dim], rlayout.values), env))
-        ranges = {ax: union(ivs) for ax, ivs in zip(stage.root_axes, per_dim)}
+                    index = substitute(r.indices[dim], rlayout.values)
+                    per_dim[dim].append(interval(index, env))
+                    strided[dim].append(strided_interval(index, env))
+        ranges = {}
+        for ax, ivs, gappy in zip(stage.root_axes, per_dim, strided):
+            ranges[ax] = _same_strided(gappy) if storage_scope(stage) == "local" else None
+            ranges[ax] = ranges[ax] or union(ivs)
         for ax in stage.reduce_axes:
             ranges[ax] = Interval(IntImm(0), ax.extent)
         return ranges
@@ -213,6 +219,22 @@ class BoundInference:
         return env
 
 
+def _same_strided(regions: list) -> StridedInterval | None:
+    """The strided region that every read covers exactly, if they all cover the same one:
+    registers then hold only the indices a thread's strided sub-tiles use."""
+    first = regions[0]
+    if first is None or any(r is None or r.pieces != first.pieces or difference(r.min, first.min) != 0
+                            for r in regions[1:]):
+        return None
+    return first
+
+
+def region_offset(region: Interval, index: Expr) -> Expr:
+    """Position of absolute ``index`` within ``region`` (its buffer's coordinate)."""
+    offset = binary("-", index, region.min)
+    return region.compress(offset) if isinstance(region, StridedInterval) else simplify(offset)
+
+
 def _relation_extent(stage, var, ranges, extents) -> int:
     if var in ranges:
         return ranges[var].extent
@@ -230,8 +252,12 @@ def _leaf_structure(stage: Stage, ranges: dict):
         else:
             extents[rel.fused] = extents[rel.outer] * extents[rel.inner]
     values = _loop_values(stage, extents)
-    absolute = {ax: simplify(binary("+", ranges[ax].min, values[ax]))
-                for ax in stage.root_axes + stage.reduce_axes}
+    absolute = {}
+    for ax in stage.root_axes + stage.reduce_axes:
+        region, offset = ranges[ax], values[ax]
+        if isinstance(region, StridedInterval):
+            offset = region.expand(offset)
+        absolute[ax] = simplify(binary("+", region.min, offset))
     return extents, absolute
 
 

@@ -5,6 +5,10 @@ producer it reads. Loop variables outside the attach point are fixed (a point
 ``[v, v + 1)``), loops inside range over their whole extent. For affine index
 expressions (all that splits and tiles produce) the result is exact; floor
 division and modulo from fused loops are over-approximated.
+
+A region with regular gaps, such as a thread's sub-tiles that lie 16 columns apart
+in a warp tile (``16 * w + r`` with ``r < 4``), is a :class:`StridedInterval`: its
+``extent`` counts only the indices it holds, so a buffer for it has no holes.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from dataclasses import dataclass
 from ..errors import LoweringError
 from ..ir.expr import Binary, Expr, IntImm, Var, binary
 from ..ir.simplify import difference, linear_form, simplify
+from ..ir.visitor import free_vars
 
 
 @dataclass(frozen=True)
@@ -27,6 +32,81 @@ class Interval:
 
     def __repr__(self) -> str:
         return f"[{self.min}, +{self.extent})"
+
+
+@dataclass(frozen=True)
+class StridedInterval(Interval):
+    """``{min + sum(c_k * stride_k) : 0 <= c_k < count_k}``: ``pieces`` is
+    ``((stride, count), ...)`` with strides decreasing, each larger than the span of
+    the pieces after it (so every index has one set of ``c_k``); ``extent`` is the
+    product of the counts. Index ``min + x`` is stored at ``compress(x)``."""
+
+    pieces: tuple = ()
+
+    def expand(self, compact: Expr) -> Expr:
+        """The offset from ``min`` of the ``compact``-th index of the region."""
+        offset: Expr = IntImm(0)
+        inner = self.extent
+        for stride, count in self.pieces:
+            inner //= count
+            offset = binary("+", offset, binary("*", binary("%", binary("//", compact, inner), count), stride))
+        return simplify(offset)
+
+    def compress(self, offset: Expr) -> Expr:
+        """The position in the compact region of the index ``min + offset``."""
+        position: Expr = IntImm(0)
+        above = None
+        for stride, count in self.pieces:
+            part = offset if above is None else binary("%", offset, above)
+            position = binary("+", binary("*", position, count), binary("//", part, stride))
+            above = stride
+        return simplify(position)
+
+    def __repr__(self) -> str:
+        parts = " + ".join(f"{stride}*[0, {count})" for stride, count in self.pieces)
+        return f"[{self.min} + {parts}]"
+
+
+def strided_interval(e: Expr, env: dict) -> StridedInterval | None:
+    """The region of affine ``e`` as a :class:`StridedInterval` when it has gaps, else None.
+
+    Each term over ranging variables (``env`` holds ``[0, n)`` with ``n > 1``) must have a
+    positive coefficient and range from 0; the coefficients must leave every index
+    distinct (mixed radix). Fixed variables and the constant make up ``min``.
+    """
+    terms, const = linear_form(e)
+    ranging = {v: iv.extent for v, iv in env.items()
+               if iv.extent > 1 and isinstance(iv.min, IntImm) and iv.min.value == 0}
+    pieces, fixed = [], {}
+    for atom, coef in terms.items():
+        atom_vars = free_vars(atom)
+        if not atom_vars & set(ranging):
+            fixed[atom] = coef
+            continue
+        if not atom_vars <= set(ranging) or coef <= 0:
+            return None
+        # a ranging loop, or a // or % of ranging loops (such as the digits of another
+        # strided region's position): taken as independent, a superset of the reads
+        span = value_range(atom, ranging)
+        if span is None or span[0] != 0:
+            return None
+        pieces.append((coef, span[1] + 1))
+    pieces.sort(reverse=True)
+    span = 1
+    for stride, count in reversed(pieces):
+        if stride < span:
+            return None  # two indices would collide
+        span = stride * (count - 1) + span
+    size = 1
+    for _, count in pieces:
+        size *= count
+    if not pieces or size == span:
+        return None  # no gaps: a plain interval says the same
+    base: Expr = IntImm(const)
+    for atom, coef in fixed.items():
+        value = env[atom].min if isinstance(atom, Var) and atom in env else atom
+        base = binary("+", base, binary("*", value, coef))
+    return StridedInterval(simplify(base), size, tuple(pieces))
 
 
 def interval(e: Expr, env: dict) -> Interval:

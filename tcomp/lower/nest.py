@@ -16,7 +16,7 @@ from ..ir.stmt import Allocate, Barrier, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import free_vars, rewrite, substitute
 from ..lang.tensor import Reduce, TensorRead
 from ..schedule.stage import Stage
-from .bounds import StageLayout, storage_axes
+from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers
 
 
@@ -50,8 +50,8 @@ class NestBuilder:
         """Flat index into a stage's region buffer, in the buffer's storage order."""
         by_axis = dict(zip(stage.root_axes, indices))
         order = storage_axes(stage)
-        mins = [layout.ranges[ax].min for ax in order]
-        return flat_index([by_axis[ax] for ax in order], mins, layout.buffer.shape)
+        offsets = [region_offset(layout.ranges[ax], by_axis[ax]) for ax in order]
+        return flat_index(offsets, None, layout.buffer.shape)
 
     def lower_expr(self, e: Expr, values: dict) -> Expr:
         """Substitute loop values for the stage's axes and turn tensor reads into loads."""
