@@ -1,30 +1,55 @@
 """``tc.check``: is a schedule legal, and what does it change?
 
-This first version checks what lowering itself can tell (placements, bindings,
-resources). The polyhedral dependence check of issue 3 will extend it.
+The check is polyhedral (``tcomp.poly``): the algorithm's dependences against the
+order, storage and parallelism that the schedule's loop nest has. A legal schedule
+gets a :class:`CheckReport` (reassociated reductions, recomputation factors of the
+producers placed at a consumer's loop); an illegal one raises
+``tc.IllegalScheduleError`` naming the schedule call, the stages and tensor, the
+violated dependence (in words and as an isl relation), one violating pair of
+iterations and the legal alternatives.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import IllegalScheduleError
 from .lower import check_schedule
 
 
 @dataclass(frozen=True)
 class CheckReport:
     legal: bool
-    reassociations: tuple = ()
+    reassociations: tuple = ()  # tcomp.poly.Reassociation records
     notes: tuple = ()
+    recomputation: tuple = ()  # tcomp.poly.Recomputation records, one per compute_at stage
 
     def __str__(self) -> str:
-        lines = ["legal" if self.legal else "illegal"]
-        lines += [f"reassociation: {r}" for r in self.reassociations]
+        if not self.legal:
+            return "\n".join(["illegal"] + list(self.notes))
+        lines = ["legal: every dependence of the algorithm holds in the scheduled order"]
+        lines += [f"reassociation: {r}" for r in self.reassociations] or \
+            ["reassociation: none (every reduction accumulates in the algorithm's order)"]
+        lines += [f"recomputation: {r}" for r in self.recomputation]
         lines += list(self.notes)
         return "\n".join(lines)
 
 
 def check(s) -> CheckReport:
-    """Check schedule ``s``; raise a ``tc.ScheduleError`` subclass if it cannot be built."""
+    """Check schedule ``s`` against its algorithm's dependences (DESIGN.md section 2).
+
+    Returns a :class:`CheckReport` for a legal schedule. Raises
+    ``tc.IllegalScheduleError`` for one that would compute something else (a consumer
+    reading a partial reduction, a producer placed where not all its readers see it,
+    a data race between threads or blocks), and the ``tc.ScheduleError`` of lowering
+    for a placement that cannot be lowered at all.
+    """
+    from .poly import legality
+
     check_schedule(s)
-    return CheckReport(legal=True)
+    result = legality(s)
+    if result.violations:
+        err = IllegalScheduleError(result.violations[0].message())
+        err.violation = result.violations[0]
+        raise err
+    return CheckReport(legal=True, reassociations=result.reassociations, recomputation=result.recomputation)

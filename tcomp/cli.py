@@ -286,11 +286,13 @@ def cmd_check(args) -> int:
 
     s, out, shape, where = _prepare(args)
     print(f"workload: {args.file}\nshape:    {_fmt_shape(shape)}\nschedule: {where}", flush=True)
+    t0 = time.perf_counter()
     try:
         report = tc.check(s)
     except tc.IllegalScheduleError as err:
-        print(f"illegal schedule:\n{err}", flush=True)
+        print(f"illegal schedule (checked in {time.perf_counter() - t0:.2f} s):\n{err}", flush=True)
         return 1
+    print(f"checked in {time.perf_counter() - t0:.2f} s (polyhedral dependence check, tc.check)", flush=True)
     print(report, flush=True)
     return 0 if getattr(report, "legal", True) else 1
 

@@ -98,9 +98,6 @@ def test_bind_more_than_1024_threads_is_refused_by_build():
         tc.build(s)
 
 
-@pytest.mark.xfail(strict=True, reason="no legality check yet for parallel loops that carry a dependence "
-                                       "(DESIGN.md section 2): a reduction loop bound to threads races on "
-                                       "the accumulator and tc.build accepts it")
 def test_bind_reduction_loop_to_threads_is_rejected():
     w = matmul(3, 3, 19)
     C = w["C"]
