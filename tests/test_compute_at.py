@@ -290,3 +290,47 @@ def test_compute_at_shared_reduction_is_race_free(rng, interleaved_threads):
         out = np.full((M, N), np.nan, np.float32)
         mod(a, b, out)
         check_float(out, 2.0 * (a.astype(np.float64) @ b), rtol=1e-5, atol=1e-5)
+
+
+def test_global_scope_at_a_loop_stores_and_loads_absolute_indices(rng):
+    """set_scope("global") on a stage computed at a consumer's loop: the buffer is the
+    whole tensor in device memory, written and read at the tensor's own indices."""
+    X = tc.placeholder((8,), "float32", name="X")
+    P = tc.compute((8,), lambda i: X[i] * 2.0, name="P")
+    O = tc.compute((8,), lambda i: P[i] + 1.0, name="O")
+    s = tc.create_schedule(O)
+    io, ii = s[O].split(s[O].axis[0], 4)
+    s[P].compute_at(s[O], io)
+    s[P].set_scope("global")
+    x = rng.standard_normal(8).astype(np.float32)
+    check_float(run(s, [x]), x.astype(np.float64) * 2 + 1, rtol=1e-6, atol=1e-6)
+
+
+def test_placement_at_a_loop_split_afterwards_is_a_schedule_error():
+    w = matmul_silu_quant(4, 8, 4)
+    C, Q = w["C"], w["Q"]
+    s = w.schedule()
+    s["Y"].compute_inline()
+    i, j = s[Q].axis
+    s[C].compute_at(s[Q], j)
+    s[Q].split(j, 4)
+    with pytest.raises(tc.ScheduleError, match=r"C is placed at Q\.j \(compute_at at .*test_compute_at.py:\d+\), "
+                                               r"which is no longer a loop of Q.*loops are now i, j_o, j_i"):
+        tc.lower(s)
+
+
+def test_shared_reduction_inside_a_thread_loop_it_does_not_use_has_one_writer(rng, interleaved_threads):
+    """R (a row max in shared memory) computed at Q's column loop, which is bound to
+    threadIdx.x: R's updates do not depend on the column, so only column 0 writes them."""
+    w = rowmax_quant(3, 6)
+    R, Q = w["R"], w["Q"]
+    s = w.schedule()
+    i, j = s[Q].axis
+    s[Q].bind(i, "blockIdx.x")
+    s[Q].bind(j, "threadIdx.x")
+    s[R].compute_at(s[Q], j)
+    s[R].set_scope("shared")
+    text = str(tc.lower(s))
+    assert "if j == 0:" in text
+    for _ in range(3):
+        run_and_compare(s, w, rng, max_off=0)

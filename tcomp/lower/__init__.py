@@ -44,6 +44,13 @@ def check_schedule(s) -> dict:
         if root.attach.kind == "inline":
             raise ScheduleError(f"{st.name} is placed inside {root.name}, which is inlined")
         kernel_of[st] = root
+        if st.attach.kind in ("at", "reverse_at") and st.attach.axis not in st.attach.stage.leaf_vars:
+            host = st.attach.stage
+            verb = "compute_at" if st.attach.kind == "at" else "reverse_compute_at"
+            raise ScheduleError(
+                f"{st.name} is placed at {host.name}.{st.attach.axis.name} ({verb} at {st.attach.site}), "
+                f"which is no longer a loop of {host.name}: a later split or fuse replaced it; "
+                f"{host.name}'s loops are now {', '.join(v.name for v in host.leaf_vars)}")
         if st.attach.kind == "root" and st.scope in ("shared", "local"):
             raise ScheduleError(
                 f"{st.name} lives in {st.scope} memory but is computed at root; place it inside a "

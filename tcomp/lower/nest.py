@@ -12,7 +12,7 @@ from __future__ import annotations
 from ..errors import InternalError, LoweringError
 from ..ir.expr import Expr, FloatImm, IntImm, Load, binary, cast, logical_and
 from ..ir.simplify import simplify
-from ..ir.stmt import Allocate, Barrier, Buffer, For, Stmt, Store, seq
+from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import free_vars, rewrite, substitute
 from ..lang.tensor import Reduce, TensorRead
 from ..schedule.stage import Stage
@@ -40,10 +40,10 @@ class NestBuilder:
         """A read of a tensor in the lowered program: a flat load from its buffer."""
         t = read.tensor
         stage = self.schedule.stage_of(t)
-        if stage is None or stage.attach.kind in ("root", "reverse_at"):
-            buf = self.global_buffers[t]
+        layout = self.layouts.get(stage)
+        if stage is None or stage.attach.kind in ("root", "reverse_at") or layout.scope == "global":
+            buf = self.global_buffers[t] if layout is None or layout.scope != "global" else layout.buffer
             return Load(buf, flat_index(read.indices, None, buf.shape))
-        layout = self.layouts[stage]
         return Load(layout.buffer, self.region_index(stage, layout, read.indices))
 
     def region_index(self, stage: Stage, layout: StageLayout, indices) -> Expr:
@@ -122,7 +122,9 @@ class NestBuilder:
             body = seq(Barrier(), *[st.commit for st in staged], *fills, Barrier(),
                        *[st.prefetch for st in staged], inner, *post)
         else:
-            trailing = [Barrier()] if shared_fills and extent > 1 else []
+            # before the next fill overwrites the tile: the next iteration of this loop, or of
+            # any loop around it that runs this one again
+            trailing = [Barrier()] if shared_fills and (extent > 1 or runs_again(stage, var, self.layouts)) else []
             body = seq(*fills, inner, *post, *trailing)
         for b in reversed(allocs):
             body = Allocate(b, body)
@@ -134,6 +136,7 @@ class NestBuilder:
         return loop
 
 
+
 def _check_double_buffer(producer: Stage, layout: StageLayout, consumer: Stage, var, kind: str) -> None:
     if layout.scope != "shared":
         raise LoweringError(f"double_buffer of {producer.name}: only a shared-memory tile can be double "
@@ -141,6 +144,21 @@ def _check_double_buffer(producer: Stage, layout: StageLayout, consumer: Stage, 
     if kind != "serial":
         raise LoweringError(f"double_buffer of {producer.name}: it is computed at loop {var.name} of "
                             f"{consumer.name}, which is {kind}; the loop it is computed at must be serial")
+
+
+def runs_again(stage: Stage, var, layouts: dict) -> bool:
+    """Whether a loop that iterates sequentially (not bound to blocks or threads) encloses
+    loop ``var`` of ``stage``, so that the body of ``var`` runs more than once per thread."""
+    while True:
+        outer = stage.leaf_vars[:stage.leaf_vars.index(var)]
+        if any(_loop_kind(stage, v) not in BLOCK_TAGS + THREAD_TAGS and layouts[stage].extents[v] > 1
+               for v in outer):
+            return True
+        if stage.attach.kind not in ("at", "reverse_at"):
+            return False
+        stage, var = stage.attach.stage, stage.attach.axis
+        if _loop_kind(stage, var) not in BLOCK_TAGS + THREAD_TAGS and layouts[stage].extents[var] > 1:
+            return True
 
 
 def _dedupe(preds):

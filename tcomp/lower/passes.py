@@ -42,24 +42,31 @@ def guard_bound_loops(kernel: Kernel) -> Kernel:
 
     def visit(stmt, guards, bound):
         if isinstance(stmt, For) and stmt.kind in sizes:
-            bound = bound | {stmt.kind}
+            bound = {**bound, stmt.kind: stmt.var}
             if stmt.extent < sizes[stmt.kind]:
                 guards = guards + (compare("<", stmt.var, stmt.extent),)
         if isinstance(stmt, Store):
             used = free_vars(stmt)
             relevant = [g for g in guards if g.a in used]
-            unbound = [tag for tag in THREAD_TAGS if sizes[tag] > 1 and tag not in bound]
-            writers = [Var(tag.replace(".", "_"), "int32") for tag in unbound] if stmt.buffer in accumulated else []
+            unbound, writers = [], []
+            if stmt.buffer in accumulated:
+                # all threads of a dimension the store does not depend on would run the same
+                # read-modify-write: only the first one writes
+                for tag in THREAD_TAGS:
+                    if sizes[tag] > 1 and tag not in bound:
+                        unbound.append(tag)
+                        writers.append(Var(tag.replace(".", "_"), "int32"))
+                    elif sizes[tag] > 1 and bound[tag] not in used:
+                        relevant.append(compare("==", bound[tag], 0))
             relevant += [compare("==", w, 0) for w in writers]
             if relevant:
                 stmt = replace(stmt, predicate=logical_and(*relevant, stmt.predicate))
             for tag, writer in reversed(list(zip(unbound, writers))):
-                # all threads of the dimension run the store; only the first one writes
                 stmt = For(writer, sizes[tag], tag, stmt)
             return stmt
         return map_children(stmt, lambda c: visit(c, guards, bound) if not hasattr(c, "dtype") else c)
 
-    return replace(kernel, body=visit(kernel.body, (), frozenset()))
+    return replace(kernel, body=visit(kernel.body, (), {}))
 
 
 def _shared_accumulators(body) -> set:

@@ -36,6 +36,7 @@ from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..ir.visitor import free_vars, substitute
 from ..lower import check_schedule
 from ..lower.bounds import BoundInference, storage_scope
+from ..lower.nest import runs_again
 from .affine import NonAffine, aff, condition
 from .algorithm import isl_name, reads_of, statement_name
 
@@ -252,7 +253,7 @@ class _Builder:
                      + [("barrier", f"after {names} is committed")] + inner)
         else:
             items = fills + inner
-            if shared and extent > 1:
+            if shared and (extent > 1 or runs_again(st, var, self.layouts)):
                 items.append(("barrier", f"at the end of loop {var.name}"))
         self._items(st, items, loops, time, first_reduce)
 
