@@ -118,6 +118,27 @@ def schedule_blocktile_2d(s, out, BM=128, BN=128, BK=8, TM=8, TN=8):
     blocktile_2d(s, out, CL, "A", "B", BM, BN, BK, TM, TN)
 
 
+def _k_steps(s, CL, AS, BS, AL, BL, BK):
+    """The accumulator's loops inside a thread: k steps of BK, then each k, then the
+    thread's outputs (unrolled, so they stay in registers). The shared tiles AS and BS
+    are filled at each k step, the register fragments AL and BL at each k. Returns the
+    loop over the k of one step."""
+    ci, cj = s[CL].axis
+    (k,) = s[CL].reduce_axis
+    ko, ki = s[CL].split(k, BK)
+    s[CL].reorder(ko, ki, ci, cj)
+    s[CL].unroll(ci)
+    s[CL].unroll(cj)
+    s[AS].compute_at(s[CL], ko)
+    s[BS].compute_at(s[CL], ko)
+    s[AL].compute_at(s[CL], ki)
+    s[BL].compute_at(s[CL], ki)
+    for L in (AL, BL):
+        for ax in s[L].axis:
+            s[L].unroll(ax)
+    return ki
+
+
 def blocktile_2d(s, out, CL, a, b, BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, unroll_k=False,
                  vector=1, double_buffer=False):
     """The 2D blocktiling schedule of ``out``, whose matmul accumulates in stage ``CL``
@@ -139,19 +160,7 @@ def blocktile_2d(s, out, CL, a, b, BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a
     s[out].unroll(ri)
     s[out].unroll(rj)
     s[CL].compute_at(s[out], tx)
-    ci, cj = s[CL].axis
-    (k,) = s[CL].reduce_axis
-    ko, ki = s[CL].split(k, BK)
-    s[CL].reorder(ko, ki, ci, cj)
-    s[CL].unroll(ci)
-    s[CL].unroll(cj)
-    s[AS].compute_at(s[CL], ko)
-    s[BS].compute_at(s[CL], ko)
-    s[AL].compute_at(s[CL], ki)
-    s[BL].compute_at(s[CL], ki)
-    for L in (AL, BL):
-        for ax in s[L].axis:
-            s[L].unroll(ax)
+    ki = _k_steps(s, CL, AS, BS, AL, BL, BK)
     if transpose_a:
         row, kk = s[AS].axis
         s[AS].storage_order(kk, row)
@@ -213,19 +222,7 @@ def schedule_warptiled(s, out, BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM
     for ax in (wsi, wsj, ri, rj):
         s[out].unroll(ax)
     s[CL].compute_at(s[out], lane)
-    ci, cj = s[CL].axis
-    (k,) = s[CL].reduce_axis
-    ko, ki = s[CL].split(k, BK)
-    s[CL].reorder(ko, ki, ci, cj)
-    s[CL].unroll(ci)
-    s[CL].unroll(cj)
-    s[AS].compute_at(s[CL], ko)
-    s[BS].compute_at(s[CL], ko)
-    s[AL].compute_at(s[CL], ki)
-    s[BL].compute_at(s[CL], ki)
-    for L in (AL, BL):
-        for ax in s[L].axis:
-            s[L].unroll(ax)
+    _k_steps(s, CL, AS, BS, AL, BL, BK)
     row, kk = s[AS].axis
     s[AS].storage_order(kk, row)
     warps = (BM // WM) * (BN // WN)

@@ -396,23 +396,6 @@ def illegal_chain_kernel_order():
                                   "s['O'].compute_root()"), "differs")
 
 
-def legal_shared_at_a_one_iteration_loop():
-    """The shared P is refilled at every i_o at a loop i_i of one iteration: lowering ends
-    i_i with a barrier too, since i_o runs it again (without it a fast thread would
-    overwrite P while another still reads it)."""
-    X = tc.placeholder((6, 8), "float32", name="X")
-    P = tc.compute((6, 8), lambda i, j: X[i, j] * 2.0, name="P")
-    O = tc.compute((6, 8), lambda i, j: P[i, 7 - j] + 1.0, name="O")
-    s = tc.create_schedule(O)
-    i, j = s[O].axis
-    io, ii = s[O].split(i, 1)
-    s[O].bind(j, "threadIdx.x")
-    s[P].compute_at(s[O], ii)
-    s[P].set_scope("shared")
-    s[P].bind(s[P].axis[1], "threadIdx.x")
-    return Case(s, O, [X])
-
-
 def legal_shared_refilled_in_a_one_iteration_loop():
     """A shared cache of A, refilled at each k_o, attached at a one-iteration loop inside
     it: lowering puts a barrier at the end of that loop too, since k_o runs it again (the
@@ -674,8 +657,10 @@ def legal_reduction_loop_outermost():
     return Case(s, C, [A, W])
 
 
-def legal_shared_with_trailing_barrier():
-    """legal_shared_at_a_one_iteration_loop with P at the loop that iterates."""
+def legal_shared_refilled_per_row(level):
+    """The shared P is refilled at every i_o, computed at i_o itself or at the loop i_i of
+    one iteration inside it: either way lowering ends the loop with a barrier, since i_o
+    runs it again (without it a fast thread would overwrite P while another reads it)."""
     X = tc.placeholder((6, 8), "float32", name="X")
     P = tc.compute((6, 8), lambda i, j: X[i, j] * 2.0, name="P")
     O = tc.compute((6, 8), lambda i, j: P[i, 7 - j] + 1.0, name="O")
@@ -683,7 +668,7 @@ def legal_shared_with_trailing_barrier():
     i, j = s[O].axis
     io, ii = s[O].split(i, 1)
     s[O].bind(j, "threadIdx.x")
-    s[P].compute_at(s[O], io)
+    s[P].compute_at(s[O], {"i_o": io, "i_i": ii}[level])
     s[P].set_scope("shared")
     s[P].bind(s[P].axis[1], "threadIdx.x")
     return Case(s, O, [X])
@@ -748,10 +733,9 @@ LEGAL = (
     + [("blocktile_matmul", legal_blocktile_matmul), ("double_buffered_matmul", legal_double_buffered_matmul),
        ("reassociated_sum", legal_reassociated_sum),
        ("reduction_loop_outermost", legal_reduction_loop_outermost),
-       ("shared_with_trailing_barrier", legal_shared_with_trailing_barrier),
-       ("shared_refilled_in_a_one_iteration_loop", legal_shared_refilled_in_a_one_iteration_loop),
-       ("shared_at_a_one_iteration_loop", legal_shared_at_a_one_iteration_loop),
-       ("ffn_schedule_small", legal_ffn_schedule_small)]
+       ("shared_refilled_in_a_one_iteration_loop", legal_shared_refilled_in_a_one_iteration_loop)]
+    + [(f"shared_refilled_per_row_at_{lv}", lambda lv=lv: legal_shared_refilled_per_row(lv)) for lv in ("i_o", "i_i")]
+    + [("ffn_schedule_small", legal_ffn_schedule_small)]
     + [(f"bf16_{p}", lambda p=p: legal_bf16_epilogue(p))
        for p in ("all_root", "epilogue_at_i", "epilogue_at_j", "matmul_at_i", "matmul_at_j", "cast_kept")]
 )
