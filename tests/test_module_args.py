@@ -157,10 +157,6 @@ def test_bfloat16_and_int8_arguments(rng):
     _raises(mod, (x, q.astype(np.uint8)), "argument Q", "int8")
 
 
-@pytest.mark.xfail(strict=True, raises=tc.ArgumentError,
-                   reason="codegen/runtime bug: Module does not recognize the simulator's device arrays "
-                          "(FakeCUDAArray has no __cuda_array_interface__), so numba device arrays cannot "
-                          "be passed under NUMBA_ENABLE_CUDASIM=1")
 def test_device_arrays_in_the_simulator(chain, args):
     from numba import cuda
 

@@ -59,7 +59,10 @@ def _is_torch(x) -> bool:
 
 
 def _is_device_array(x) -> bool:
-    return hasattr(x, "__cuda_array_interface__") and not _is_torch(x)
+    if _is_torch(x):
+        return False
+    # the simulator's device arrays (FakeCUDAArray) have no __cuda_array_interface__
+    return hasattr(x, "__cuda_array_interface__") or type(x).__name__ == "FakeCUDAArray"
 
 
 class Module:
