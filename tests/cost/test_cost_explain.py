@@ -118,9 +118,8 @@ def test_kendall_tau():
     assert kt([1, 2, 3, 4], [10, 20, 30, 40]) == 1.0
     assert kt([1, 2, 3, 4], [4, 3, 2, 1]) == -1.0
     assert kt([1, 2, 3], [1, 3, 2]) == pytest.approx(1 / 3)
-    scipy_stats = pytest.importorskip("scipy.stats")
-    x, y = [3, 1, 4, 1, 5, 9, 2, 6], [2, 7, 1, 8, 2, 8, 1, 8]
-    assert kt(x, y) == pytest.approx(scipy_stats.kendalltau(x, y).statistic)
+    # 7 concordant and 3 discordant pairs of 10
+    assert kt([1, 2, 3, 4, 5], [3, 1, 2, 5, 4]) == pytest.approx(0.4)
 
 
 def test_benchmark_has_thirty_tile_shapes():
@@ -147,16 +146,3 @@ def test_benchmark_tiny_run_in_the_simulator(tmp_path):
     for row in report["rows"]:
         assert row["correct"] and row["predicted_s"] > 0 and row["measured_s"] > 0
     assert "kendall_tau" in report
-
-
-def test_benchmark_plot(tmp_path):
-    pytest.importorskip("matplotlib")
-    results = {"device": "test", "size": 2048, "target": "h200", "kendall_tau": 0.8,
-               "kendall_tau_blocktile_2d": 0.7,
-               "rows": [{"name": f"s{i}", "family": "blocktile_2d" if i else "rung", "predicted_s": 1e-3 * (i + 1),
-                         "measured_s": 1.1e-3 * (i + 1), "correct": True} for i in range(5)]}
-    path = tmp_path / "r.json"
-    path.write_text(json.dumps(results))
-    png = tmp_path / "r.png"
-    assert _bench().main(["--plot", str(path), str(png)]) == 0
-    assert png.stat().st_size > 1000
