@@ -10,6 +10,9 @@ from .lower import lower as _lower
 #: per-block limits of the H200 (compute capability 9.0) that a launch must respect
 MAX_THREADS_PER_BLOCK = 1024
 MAX_STATIC_SHARED_BYTES = 48 * 1024
+MAX_BLOCK_DIMS = (1024, 1024, 64)  # blockDim.x, .y, .z
+MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)  # gridDim.x, .y, .z
+MAX_LOCAL_BYTES_PER_THREAD = 512 * 1024
 
 
 def lower(s, trace=None) -> Program:
@@ -46,6 +49,16 @@ def check_resources(program: Program) -> None:
         if threads > MAX_THREADS_PER_BLOCK:
             raise ScheduleError(f"kernel {k.name} needs {threads} threads per block ({k.block}); "
                                 f"the limit is {MAX_THREADS_PER_BLOCK}")
+        for what, dims, limits in (("blockDim", k.block, MAX_BLOCK_DIMS), ("gridDim", k.grid, MAX_GRID_DIMS)):
+            for axis, n, limit in zip("xyz", dims, limits):
+                if n > limit:
+                    raise ScheduleError(f"kernel {k.name} needs {what}.{axis} = {n} (grid {k.grid}, block "
+                                        f"{k.block}); the limit of {what}.{axis} is {limit}")
+        local = sum(n.buffer.size * max(4, itemsize(n.buffer.dtype)) for n in walk(k.body)
+                    if isinstance(n, Allocate) and n.buffer.scope == "local")
+        if local > MAX_LOCAL_BYTES_PER_THREAD:
+            raise ScheduleError(f"kernel {k.name} needs {local} bytes of local memory per thread; "
+                                f"the limit is {MAX_LOCAL_BYTES_PER_THREAD} bytes")
         shared = sum(n.buffer.size * max(4, itemsize(n.buffer.dtype)) for n in walk(k.body)
                      if isinstance(n, Allocate) and n.buffer.scope == "shared")
         if shared > MAX_STATIC_SHARED_BYTES:

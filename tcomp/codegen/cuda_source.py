@@ -269,16 +269,21 @@ class KernelWriter:
 
     def store(self, s: Store, depth: int) -> None:
         buf = s.buffer
-        value = self.value(s.value)
-        if buf.scope == "global" and buf.dtype in _NARROW_FLOATS:
-            self.uses_narrow = True
-            value = f"_store_{buf.dtype}({value})"
+        value = self.storage_value(buf, self.value(s.value))
         line = f"{self.name(buf, buf.name)}[{self.index(s.index)}] = {value}"
         if s.predicate is not None:
             self.emit(f"if {self.cond(s.predicate)}:", depth)
             self.emit(line, depth + 1)
         else:
             self.emit(line, depth)
+
+    def storage_value(self, buf, value: str) -> str:
+        """``value`` as ``buf`` stores it: a 16/8-bit float in global memory travels as
+        its bits (``_store_bfloat16`` etc.)."""
+        if buf.scope == "global" and buf.dtype in _NARROW_FLOATS:
+            self.uses_narrow = True
+            return f"_store_{buf.dtype}({value})"
+        return value
 
     def vector_loop(self, loop: For, depth: int) -> bool:
         """Emit a vectorized loop with vector loads/stores where its lanes allow; False
@@ -325,7 +330,7 @@ class KernelWriter:
         else:
             for n in range(width):
                 index = simplify(substitute(store.index, {lane: IntImm(n)}))
-                self.emit(f"{buf}[{self.index(index)}] = {values[n]}", depth)
+                self.emit(f"{buf}[{self.index(index)}] = {self.storage_value(store.buffer, values[n])}", depth)
         return True
 
     def _vector_base(self, buffer, index: Expr, loop: For):

@@ -107,6 +107,8 @@ class Module:
                                     f"a torch tensor, got {type(arg).__name__}")
             kinds.add(kind)
             _check_one(buf, arg, kind)
+            if kind == "numpy" and buf in self.program.outputs and not arg.flags.writeable:
+                raise ArgumentError(f"argument {buf.name}: the output array is read-only; pass a writeable array")
         if "numpy" in kinds and len(kinds) > 1:
             host = [b.name for b, a in zip(self.arg_buffers, args) if isinstance(a, np.ndarray)]
             raise ArgumentError(f"arguments mix host (numpy) and device memory: {', '.join(host)} "
@@ -129,9 +131,13 @@ class Module:
 
     # ------------------------------------------------------------------ launch
 
-    def __call__(self, *args):
+    def __call__(self, *args, **kwargs):
         from numba import cuda
 
+        if kwargs:
+            names = ", ".join(b.name for b in self.arg_buffers)
+            raise ArgumentError(f"the module takes its arguments by position ({names}), "
+                                f"not by keyword ({', '.join(kwargs)})")
         kind = self._check(args)
         if kind == "numpy":
             device = [cuda.to_device(_storage_view(np.ascontiguousarray(a)).reshape(-1)) for a in args]
@@ -241,6 +247,8 @@ def _device_address(arg) -> int | None:
 
 
 def _overlaps(a, b) -> bool:
+    # NOTE: the simulator's device arrays wrap a numpy array and have no device address
+    a, b = (x._ary if type(x).__name__ == "FakeCUDAArray" else x for x in (a, b))
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.shares_memory(a, b)
     try:

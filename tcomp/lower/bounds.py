@@ -279,7 +279,30 @@ def _loop_values(stage: Stage, extents: dict) -> dict:
 def check_bindings(schedule, kernel_of: dict) -> None:
     for st in schedule.stages:
         for var, tag in st.bindings.items():
+            if tag in BLOCK_TAGS and st.attach.kind == "inline":
+                raise ScheduleError(
+                    f"{st.name}.{var.name} is bound to {tag}, but {st.name} is inlined (compute_inline) "
+                    f"and has no loops of its own; bind the loops of the stage it is inlined into")
             if tag in BLOCK_TAGS and st.attach.kind != "root":
                 raise ScheduleError(
                     f"{st.name}.{var.name} is bound to {tag}, but {st.name} is computed inside "
                     f"{kernel_of[st].name}'s kernel; only the kernel's root stage can bind blocks")
+            if tag in THREAD_TAGS and st.attach.kind in ("at", "reverse_at") and storage_scope(st) != "shared":
+                outer = _enclosing_binding(st, tag)
+                if outer is not None:
+                    raise ScheduleError(
+                        f"{st.name}.{var.name} is bound to {tag}, but {st.name} is computed inside "
+                        f"{outer}, which is already bound to {tag}: each thread computes only its own "
+                        f"part of {st.name}'s {storage_scope(st)} buffer. Leave {var.name} unbound, or "
+                        f"make {st.name} a shared tile (set_scope('shared')) that the block fills together")
+
+
+def _enclosing_binding(stage: Stage, tag: str) -> str | None:
+    """``"Stage.loop"`` of a loop bound to ``tag`` that encloses ``stage``'s placement."""
+    while stage.attach.kind in ("at", "reverse_at"):
+        host, axis = stage.attach.stage, stage.attach.axis
+        for v in host.leaf_vars[:host.leaf_vars.index(axis) + 1]:
+            if host.bindings.get(v) == tag:
+                return f"{host.name}.{v.name}"
+        stage = host
+    return None

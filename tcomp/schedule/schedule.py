@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..errors import ScheduleError
+from ..errors import ScheduleError, TcompError
 from ..ir.visitor import rewrite, walk
 from ..lang.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor, TensorRead, compute, tensor_inputs
 from .stage import SCOPES, Stage, primitive
@@ -197,12 +197,31 @@ def replay(source: str, out, outputs_of=None) -> Schedule:
         exec(compile(source, "<schedule>", "exec"), namespace)
     except SyntaxError as err:
         raise ScheduleError(f"the schedule does not parse: {err}") from None
+    except TcompError:
+        raise
+    except Exception as err:
+        raise ScheduleError(f"the schedule source failed to run{_source_line(err)}: "
+                            f"{type(err).__name__}: {err}") from None
     fn = namespace.get("schedule")
     if not callable(fn):
         raise ScheduleError("the schedule source defines no function schedule(s, out)")
     s = create_schedule(out)
-    fn(s, out)
+    try:
+        fn(s, out)
+    except TcompError:
+        raise
+    except Exception as err:  # the schedule does not fit this algorithm (a wrong unpack, a typo)
+        raise ScheduleError(f"the schedule failed to replay{_source_line(err)}: "
+                            f"{type(err).__name__}: {err}") from None
     return s
+
+
+def _source_line(err: BaseException) -> str:
+    """`` (line N of the schedule)`` for the innermost frame of ``err`` in the replayed source."""
+    import traceback
+
+    lines = [f.lineno for f in traceback.extract_tb(err.__traceback__) if f.filename == "<schedule>"]
+    return f" (line {lines[-1]} of the schedule)" if lines else ""
 
 
 def stage_reads(stage: Stage) -> list:

@@ -148,6 +148,13 @@ class Stage:
                                 f"its loops now are {', '.join(v.name for v in self.leaf_vars)}")
         raise ScheduleError(f"{axis.name} is not a loop of stage {self.name}")
 
+    def _check_unmarked(self, axis, what: str) -> None:
+        """A loop already bound or annotated would lose that mark to the new loops."""
+        mark = self.bindings.get(axis) or self.annotations.get(axis)
+        if mark:
+            raise ScheduleError(f"loop {axis.name} is already {'bound to ' if axis in self.bindings else ''}{mark}; "
+                                f"{what} it before marking it (the new loops would not be {mark})")
+
     def _fresh_name(self, base: str) -> str:
         taken = {v.name for v in self.all_vars()}
         name, n = base, 1
@@ -171,6 +178,7 @@ class Stage:
         axis = self._leaf(axis)
         if not isinstance(factor, int) or isinstance(factor, bool) or factor <= 0:
             raise ScheduleError(f"split factor must be a positive int, got {factor!r}")
+        self._check_unmarked(axis, "split")
         outer = IterVar(self._fresh_name(f"{axis.name}_o"), "int32", -(-axis.extent // factor), axis.kind)
         inner = IterVar(self._fresh_name(f"{axis.name}_i"), "int32", min(factor, axis.extent), axis.kind)
         self.relations.append(Split(axis, outer, inner, factor))
@@ -217,6 +225,8 @@ class Stage:
         After::    for ab in range(A * B): body(ab // B, ab % B)
         """
         outer, inner = self._leaf(outer, "outer"), self._leaf(inner, "inner")
+        self._check_unmarked(outer, "fuse")
+        self._check_unmarked(inner, "fuse")
         po, pi = self.leaf_vars.index(outer), self.leaf_vars.index(inner)
         if pi != po + 1:
             raise ScheduleError(f"fuse needs adjacent loops with {outer.name} directly outside "
