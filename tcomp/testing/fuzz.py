@@ -1005,7 +1005,39 @@ def _race_on_identical_redundant_writes(wl, s, err, mod) -> bool:
     return any(words in text for words in ("the same in every thread", "(every threadIdx", "(every blockIdx"))
 
 
+def reduction_loops_reordered(stage) -> bool:
+    """Are the reduction loops of ``stage`` nested in another order than the one their
+    splits give (outer before inner): a reassociation?"""
+    from tcomp.schedule.stage import Split
+
+    roots = list(stage.root_axes) + list(stage.reduce_axes)
+
+    def key(var):
+        path = []
+        while var not in roots:
+            rel = next(r for r in stage.relations
+                       if (var in (r.outer, r.inner) if isinstance(r, Split) else var is r.fused))
+            if isinstance(rel, Split):
+                path.append(0 if var is rel.outer else 1)
+                var = rel.parent
+            else:
+                var = rel.outer
+        return (roots.index(var), tuple(reversed(path)))
+
+    loops = [v for v in stage.leaf_vars if v.kind == "reduce"]
+    return [key(v) for v in loops] != sorted(key(v) for v in loops)
+
+
+def _reassociated_reduction_read(wl, s, err, mod) -> bool:
+    violation = getattr(err, "violation", None)
+    if violation is None or violation.kind != "flow" or "reduction's result" not in violation.dependence:
+        return False
+    return reduction_loops_reordered(s[violation.producer])
+
+
 KNOWN_ISSUES += [
+    ("checker: a read of a reassociated reduction is refused (the last update executed is not the "
+     "one of the largest k)", "false positive", _reassociated_reduction_read),
     ("checker: race between threads (blocks) reported in a kernel of one thread per block (one block)",
      "false positive", _race_without_a_second_thread),
     ("checker: race reported where every thread (block) writes the same value before reading it",
