@@ -297,12 +297,13 @@ class KernelWriter:
             predicate = uniform_condition(predicate, lane, width)
             if predicate is None:
                 return False
-        loads = []
+        loads = []  # (load, its first element) of the loads that become vectors
         for node in walk(store.value):
-            if not isinstance(node, Load) or any(node is seen for seen in loads):
+            if not isinstance(node, Load) or any(node is seen for seen, _ in loads):
                 continue
-            if self._vector_base(node.buffer, node.index, loop) is not None:
-                loads.append(node)
+            base = self._vector_base(node.buffer, node.index, loop)
+            if base is not None:
+                loads.append((node, base))
         store_base = self._vector_base(store.buffer, store.index, loop)
         if store.buffer.scope == "local":
             store_base = None  # registers: scalar stores are free
@@ -313,9 +314,8 @@ class KernelWriter:
             self.emit(f"if {self.cond(predicate)}:", depth)
             depth += 1
         lane_vars = {}
-        for load in loads:
+        for load, base in loads:
             names = [self.name(object(), f"{load.buffer.name}_v{n}") for n in range(width)]
-            base = self._vector_base(load.buffer, load.index, loop)
             self.emit(f"{', '.join(names)} = _load{width}({self.name(load.buffer, load.buffer.name)}, "
                       f"{self.index(base)})", depth)
             lane_vars[load] = [Var(n, load.dtype) for n in names]

@@ -58,11 +58,16 @@ def _is_torch(x) -> bool:
     return type(x).__module__.startswith("torch") and hasattr(x, "data_ptr")
 
 
+def _is_simulator_array(x) -> bool:
+    """A device array of Numba's CUDA simulator: a numpy array in disguise, with no
+    ``__cuda_array_interface__``."""
+    return type(x).__name__ == "FakeCUDAArray"
+
+
 def _is_device_array(x) -> bool:
     if _is_torch(x):
         return False
-    # the simulator's device arrays (FakeCUDAArray) have no __cuda_array_interface__
-    return hasattr(x, "__cuda_array_interface__") or type(x).__name__ == "FakeCUDAArray"
+    return hasattr(x, "__cuda_array_interface__") or _is_simulator_array(x)
 
 
 class Module:
@@ -248,7 +253,7 @@ def _device_address(arg) -> int | None:
 
 def _overlaps(a, b) -> bool:
     # NOTE: the simulator's device arrays wrap a numpy array and have no device address
-    a, b = (x._ary if type(x).__name__ == "FakeCUDAArray" else x for x in (a, b))
+    a, b = (x._ary if _is_simulator_array(x) else x for x in (a, b))
     if isinstance(a, np.ndarray) and isinstance(b, np.ndarray):
         return np.shares_memory(a, b)
     try:
