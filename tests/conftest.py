@@ -49,11 +49,15 @@ def rng(request):
 
 
 @pytest.fixture
-def interleaved_threads():
-    """Make the simulator's Python threads switch every microsecond, so that a data race
-    between the threads of a block shows up as a wrong result instead of hiding behind
-    the simulator's run-to-completion scheduling. Run the kernel a few times."""
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(1e-6)
-    yield
-    sys.setswitchinterval(old)
+def preempted_threads(request):
+    """Run simulated kernels with their threads taking turns, each preempted at random
+    memory accesses (``simulator_chaos(preempt=True)``, seeded from the test's name),
+    so that a data race between threads or blocks shows up as a wrong result instead of
+    hiding behind the simulator's run-to-completion scheduling. Every launch gets
+    another interleaving: run the kernel a few times. A no-op on a GPU."""
+    import zlib
+
+    from tcomp.testing.simulator_chaos import simulator_chaos
+
+    with simulator_chaos(seed=zlib.crc32(request.node.nodeid.encode()), preempt=True):
+        yield

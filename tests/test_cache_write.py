@@ -109,7 +109,7 @@ def test_cache_write_shared(rng):
     run_and_compare(_shared_accumulator(w), w, rng, **matmul_tol(7))
 
 
-def test_cache_write_shared_is_race_free(rng, interleaved_threads):
+def test_cache_write_shared_is_race_free(rng, preempted_threads):
     w = matmul(11, 13, 7)
     s = _shared_accumulator(w)
     mod = tc.build(s)

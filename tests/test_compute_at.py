@@ -5,6 +5,8 @@ import numpy as np
 import pytest
 
 import tcomp as tc
+from tcomp.ir.stmt import Allocate
+from tcomp.ir.visitor import walk
 from workloads import assert_ir, check_float, matmul_silu_quant, rowmax_quant, run, run_and_compare
 
 
@@ -268,7 +270,7 @@ def _allocs(s):
     return [n.buffer for k in tc.lower(s).kernels for n in walk(k.body) if isinstance(n, Allocate)]
 
 
-def test_compute_at_shared_reduction_is_race_free(rng, interleaved_threads):
+def test_compute_at_shared_reduction_is_race_free(rng, preempted_threads):
     M, N, K = 8, 8, 16
     A = tc.placeholder((M, K), "float32", name="A")
     W = tc.placeholder((K, N), "float32", name="W")
@@ -304,6 +306,12 @@ def test_global_scope_at_a_loop_stores_and_loads_absolute_indices(rng):
     s[P].set_scope("global")
     x = rng.standard_normal(8).astype(np.float32)
     check_float(run(s, [x]), x.astype(np.float64) * 2 + 1, rtol=1e-6, atol=1e-6)
+    # the kernel's argument P itself, not a per-thread array of the whole tensor that
+    # shadows it (which an earlier version allocated, so that P was never in device memory)
+    program = tc.lower(s)
+    assert [b.name for b in program.intermediates] == ["P"]
+    assert not any(isinstance(n, Allocate) for n in walk(program.kernels[0].body))
+    assert "cuda.local.array" not in tc.build(s).source
 
 
 def test_placement_at_a_loop_split_afterwards_is_a_schedule_error():
@@ -319,7 +327,7 @@ def test_placement_at_a_loop_split_afterwards_is_a_schedule_error():
         tc.lower(s)
 
 
-def test_shared_reduction_inside_a_thread_loop_it_does_not_use_has_one_writer(rng, interleaved_threads):
+def test_shared_reduction_inside_a_thread_loop_it_does_not_use_has_one_writer(rng, preempted_threads):
     """R (a row max in shared memory) computed at Q's column loop, which is bound to
     threadIdx.x: R's updates do not depend on the column, so only column 0 writes them."""
     w = rowmax_quant(3, 6)

@@ -1,7 +1,8 @@
 """Bugs the schedule fuzzer (tests/fuzz, tcomp/testing/fuzz.py) found, each kept as its
-minimal schedule. A fixed bug is a plain test; an open one is ``xfail(strict=True)``
-and is listed in ``tcomp.testing.fuzz.KNOWN_ISSUES`` so that the fuzzer counts it apart
-instead of failing: when the fix lands, delete both the mark and the entry.
+minimal schedule. A fixed bug is a plain test; an open one would be
+``xfail(strict=True)`` and listed in ``tcomp.testing.fuzz.KNOWN_ISSUES`` so that the
+fuzzer counts it apart instead of failing (none is open now): when the fix lands,
+delete both the mark and the entry.
 
 Each test runs the fuzzer's own judgement (``evaluate_schedule`` with ``known=False``):
 a legal schedule must compute ``tc.evaluate``'s result; an illegal one must compute
@@ -16,7 +17,7 @@ import pytest
 pytest.importorskip("hypothesis")
 
 import tcomp as tc  # noqa: E402
-from tcomp.testing.fuzz import WORKLOADS, FuzzFailure, evaluate_schedule  # noqa: E402
+from tcomp.testing.fuzz import WORKLOADS, evaluate_schedule  # noqa: E402
 
 # NOTE: casting NaN (the fuzzer's poison for memory nobody wrote) to int8 warns in the
 # simulator's numpy.
@@ -27,6 +28,15 @@ def _outcome(wl, schedule):
     s = tc.create_schedule(wl.out)
     schedule(s)
     return evaluate_schedule(wl, s, seed=0, known=False)
+
+
+def _built_unchecked(wl, s, match):
+    """Assert that tc.check refuses ``s`` with a message matching ``match``, and build it
+    anyway: (module, inputs, the reference result)."""
+    with pytest.raises(tc.IllegalScheduleError, match=match):
+        tc.check(s)
+    arrays = wl.make_inputs(np.random.default_rng(0))
+    return tc.build(s, check=False), arrays, tc.evaluate(wl.out, wl.feeds(arrays))
 
 
 # ---------------------------------------------------------------------- fixed
@@ -60,14 +70,13 @@ def test_vectorized_bfloat16_store_source_uses_the_storage_conversion():
     assert len(stores) == 4 and all("= _store_bfloat16(" in line for line in stores), stores
 
 
-# ---------------------------------------------------------------------- open: checker false positives
+# ---------------------------------------------------------------------- fixed: checker false positives
 
 
-@pytest.mark.xfail(strict=True, raises=FuzzFailure,
-                   reason="checker (tcomp/poly) false positive: reports a data race between threads in a "
-                          "kernel whose block has one thread (O's thread loop has extent 1 at S.i); the "
-                          "schedule computes the algorithm")
 def test_no_thread_race_in_a_block_of_one_thread():
+    """O's thread loop has extent 1 at S.i: a block of one thread. S, which no loop
+    bound to threads encloses (coordinate -1, every thread), and O on thread 0 are the
+    same thread; the checker used to call them two."""
     wl = WORKLOADS["elementwise_chain"](M=4, N=4)
 
     def schedule(s):
@@ -80,10 +89,8 @@ def test_no_thread_race_in_a_block_of_one_thread():
     assert str(_outcome(wl, schedule)) == "legal"
 
 
-@pytest.mark.xfail(strict=True, raises=FuzzFailure,
-                   reason="checker (tcomp/poly) false positive: reports a data race between blocks in a "
-                          "kernel of one block (a reduction loop of extent 1 bound to blockIdx.x)")
 def test_no_block_race_in_a_grid_of_one_block():
+    """A reduction loop of extent 1 bound to blockIdx.x: a grid of one block."""
     wl = WORKLOADS["matmul"](M=4, N=4, K=4)
 
     def schedule(s):
@@ -96,12 +103,10 @@ def test_no_block_race_in_a_grid_of_one_block():
     assert str(_outcome(wl, schedule)) == "legal"
 
 
-@pytest.mark.xfail(strict=True, raises=FuzzFailure,
-                   reason="checker (tcomp/poly) reports a race on S although every thread writes the same "
-                          "S values itself (redundant identical writes, each read by the thread that wrote "
-                          "it, after its own write); lowering generates exactly this on purpose "
-                          "(guard_bound_loops); the result is right on every run")
 def test_no_race_on_identical_redundant_writes():
+    """Every thread computes S's row (no loop around S is bound to threads) and reads
+    back its own element: the other threads' writes store the same value. Lowering
+    generates this on purpose (``guard_bound_loops``)."""
     wl = WORKLOADS["elementwise_chain"](M=4, N=4)
 
     def schedule(s):
@@ -111,12 +116,9 @@ def test_no_race_on_identical_redundant_writes():
     assert str(_outcome(wl, schedule)) == "legal"
 
 
-@pytest.mark.xfail(strict=True, raises=FuzzFailure,
-                   reason="checker (tcomp/poly) reports a race between blocks on S although every block "
-                          "computes the same S rows (a global S computed at O's serial loop i_o, outside "
-                          "the loop bound to blockIdx.x) before reading them; the result is right on "
-                          "every run, with the blocks isolated too")
 def test_no_block_race_on_identical_redundant_writes():
+    """A global S computed at O's serial loop i_o, outside the loop bound to blockIdx.x:
+    every block computes the same S rows before reading them."""
     wl = WORKLOADS["elementwise_chain"](M=4, N=4)
 
     def schedule(s):
@@ -128,14 +130,57 @@ def test_no_block_race_on_identical_redundant_writes():
     assert str(_outcome(wl, schedule)) == "legal"
 
 
-@pytest.mark.xfail(strict=True, raises=FuzzFailure,
-                   reason="checker (tcomp/poly) false positive: C's reduction over k=0..3 split by 3 "
-                          "(a guarded tail) and reordered (k_i outside k_o) runs its updates in the order "
-                          "k=0, 3, 1, 2; the checker then says Y reads C before its last update (k=3), "
-                          "though every update is done before Y reads; only a reassociation, which it "
-                          "should report instead (it does when nothing reads C, or when the split divides K)")
+def test_a_reduction_read_by_other_threads_still_races():
+    """The exemption for identical writes is for elementwise stores only. C's reduction,
+    which no loop bound to threads encloses, runs in thread 0 alone (a single writer);
+    its epilogue, placed in C's row loop on threads, reads it from the other threads
+    with no barrier in between: a race, and the result differs."""
+    wl = WORKLOADS["matmul_silu_quant"](M=4, N=4, K=4)
+
+    def schedule(s):
+        s["Y"].compute_inline()
+        s["Q"].bind(s["Q"].axis[1], "threadIdx.x")
+        s["Q"].reverse_compute_at(s["C"], s["C"].axis[0])
+
+    s = tc.create_schedule(wl.out)
+    schedule(s)
+    with pytest.raises(tc.IllegalScheduleError, match="a data race on C"):
+        tc.check(s)
+    assert _outcome(wl, schedule).category == "illegal"
+
+
+def test_a_global_reduction_no_thread_loop_encloses_has_one_writer():
+    """A block of 2 threads (A's shared tile is filled by both) in which C's reduction,
+    bound to no thread, accumulates straight into global C. Every thread ran the same
+    read-modify-write of C, and the fuzzer's preempted threads lost updates (a legal
+    schedule with a wrong result); lowering now gives such stores a single writer, as it
+    did for shared accumulators only."""
+    wl = WORKLOADS["matmul"](M=4, N=4, K=4)
+
+    def schedule(s):
+        s.cache_read("A", "shared", [s["C"]])
+        s.cache_read("W", "local", [s["C"]])
+        a_i, a_j = s["A_shared"].axis
+        a_io, a_ii = s["A_shared"].split(a_i, 2)
+        c_i, c_j = s["C"].axis
+        c_io, c_ii = s["C"].split(c_i, 2)
+        s["W_local"].compute_at(s["C"], c_io)
+        s["A_shared"].compute_at(s["C"], c_io)
+        s["A_shared"].bind(a_ii, "threadIdx.x")
+
+    s = tc.create_schedule(wl.out)
+    schedule(s)
+    source = tc.build(s).source
+    stores = [n for n, line in enumerate(source.splitlines()) if line.strip().startswith("C[")]
+    assert len(stores) == 2 and all("== uint32(0)" in source.splitlines()[n - 1] for n in stores), source
+    assert str(_outcome(wl, schedule)) == "legal"
+
+
 @pytest.mark.parametrize("placement", ["root", "compute_at"])
 def test_a_reassociated_reduction_may_be_read(placement):
+    """C's reduction over k=0..3 split by 3 (a guarded tail) and reordered runs its
+    updates in the order k=0, 3, 1, 2: the last one is not k=3, but every update is
+    done before Y reads C. The checker used to refuse the read; it is a reassociation."""
     wl = WORKLOADS["matmul_silu_quant"](M=4, N=4, K=4)
 
     def schedule(s):
@@ -145,6 +190,27 @@ def test_a_reassociated_reduction_may_be_read(placement):
         s["C"].reorder(ki, ko)
 
     assert str(_outcome(wl, schedule)) == "legal: reassociates"
+
+
+def test_a_reduction_split_over_thread_copies_is_not_a_reassociation():
+    """G in registers, its reduction loop bound to threads: every thread adds one term
+    into its own copy, and Q, which every thread runs, reads its own partial copy. The
+    first version of the reassociation rule pooled the updates of all copies (Q's read
+    of "every copy" saw each of them) and called the read complete; each copy must be."""
+    wl = WORKLOADS["swiglu_quant"](M=4, N=4, K=4)
+
+    def schedule(s):
+        s["H"].compute_inline()
+        q_i, q_j = s["Q"].axis
+        s["U"].compute_at(s["Q"], q_i)
+        s["G"].compute_at(s["Q"], q_i)
+        s["G"].bind(s["G"].reduce_axis[0], "threadIdx.x")
+
+    s = tc.create_schedule(wl.out)
+    schedule(s)
+    with pytest.raises(tc.IllegalScheduleError, match="Q reads G before G has finished computing it"):
+        tc.check(s)
+    assert str(_outcome(wl, schedule)) == "illegal: flow; computes something else"
 
 
 def test_a_reassociated_reduction_with_a_dividing_split_may_be_read():
@@ -210,11 +276,7 @@ def test_isolated_blocks_expose_a_race_between_blocks_that_sequential_blocks_hid
     h_i, h_j = s["H"].axis
     s["H"].bind(h_j, "blockIdx.x")
     s["Q"].reverse_compute_at(s["H"], h_i)
-    with pytest.raises(tc.IllegalScheduleError, match="race"):
-        tc.check(s)
-    mod = tc.build(s, check=False)
-    arrays = wl.make_inputs(np.random.default_rng(0))
-    want = tc.evaluate(wl.out, wl.feeds(arrays))
+    mod, arrays, want = _built_unchecked(wl, s, "race")
     with simulator_chaos(seed=0):
         assert (run_module(mod, wl, arrays, want) == want).all()
     with simulator_chaos(seed=0, isolate_blocks=True):
@@ -271,11 +333,7 @@ def test_isolated_threads_expose_a_lost_update_deterministically():
     wl = WORKLOADS["matmul"](M=2, N=2, K=8)
     s = tc.create_schedule(wl.out)
     s["C"].bind(s["C"].reduce_axis[0], "threadIdx.x")
-    with pytest.raises(tc.IllegalScheduleError, match="race"):
-        tc.check(s)
-    mod = tc.build(s, check=False)
-    arrays = wl.make_inputs(np.random.default_rng(0))
-    want = tc.evaluate(wl.out, wl.feeds(arrays))
+    mod, arrays, want = _built_unchecked(wl, s, "race")
     for seed in range(3):
         with simulator_chaos(seed=seed, isolate_threads=True):
             assert not np.allclose(run_module(mod, wl, arrays, want), want, rtol=1e-3, atol=1e-3)
@@ -284,8 +342,9 @@ def test_isolated_threads_expose_a_lost_update_deterministically():
 
 @pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"),
                     reason="instruments Numba's CUDA simulator")
-@pytest.mark.parametrize("isolate", [False, True])
-def test_instrumented_simulator_keeps_shared_allocations_apart(isolate):
+@pytest.mark.parametrize("chaos", [{}, {"isolate_blocks": True, "isolate_threads": True}, {"preempt": True}],
+                         ids=["shuffled", "isolated", "preempted"])
+def test_instrumented_simulator_keeps_shared_allocations_apart(chaos):
     """Two shared tiles (A and W of a matmul) filled by the whole block. An earlier
     version of the fuzzer's instruments wrapped the simulator's shared-array allocation,
     which tells allocations apart by the line of its caller: every tile became the same
@@ -307,6 +366,46 @@ def test_instrumented_simulator_keeps_shared_allocations_apart(isolate):
     mod = tc.build(s)
     arrays = wl.make_inputs(np.random.default_rng(0))
     want = tc.evaluate(wl.out, wl.feeds(arrays))
-    with simulator_chaos(seed=1, isolate_blocks=isolate, isolate_threads=isolate):
+    with simulator_chaos(seed=1, **chaos):
         got = run_module(mod, wl, arrays, want)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"),
+                    reason="instruments Numba's CUDA simulator")
+def test_preempted_blocks_expose_a_repeated_read_modify_write():
+    """Every block runs C's whole reduction (a global C computed at Q's serial loop i_o,
+    outside the loop bound to blocks) into the same C[i, j], then quantizes its own row.
+    Run one after the other, or isolated, the blocks compute the same sums and agree;
+    taking turns at random memory accesses, one re-initializes or adds while another
+    accumulates, and updates are lost. The interleaving is the seed's: the same seed
+    gives the same bits."""
+    from tcomp.testing.fuzz import run_module, simulator_chaos
+
+    wl = WORKLOADS["matmul_silu_quant"](M=4, N=4, K=4)
+    s = tc.create_schedule(wl.out)
+    s["Y"].compute_inline()
+    io, ii = s["Q"].split(s["Q"].axis[0], 2)
+    s["Q"].bind(ii, "blockIdx.x")
+    s["C"].set_scope("global")
+    s["C"].compute_at(s["Q"], io)
+    mod, arrays, want = _built_unchecked(wl, s, "a data race on C")
+    for chaos in ({}, {"isolate_blocks": True, "isolate_threads": True}):
+        with simulator_chaos(seed=0, **chaos):
+            assert (run_module(mod, wl, arrays, want) == want).all()
+    runs = []
+    for _ in range(2):
+        with simulator_chaos(seed=0, preempt=True):
+            runs.append(run_module(mod, wl, arrays, want))
+    assert not (runs[0] == want).all()
+    assert (runs[0] == runs[1]).all()
+    assert evaluate_schedule(wl, s, known=False).category == "illegal"
+
+
+def test_preemption_needs_a_seed_and_no_isolation():
+    from tcomp.testing.simulator_chaos import simulator_chaos
+
+    for kwargs in ({"preempt": True}, {"seed": 0, "preempt": True, "isolate_threads": True}):
+        with pytest.raises(ValueError, match="preempt needs a seed"):
+            with simulator_chaos(**kwargs):
+                pass

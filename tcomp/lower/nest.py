@@ -101,7 +101,8 @@ class NestBuilder:
         fills, allocs, shared_fills, staged = [], [], False, []
         for p in self.attached_at.get((stage, var), []):
             pl = self.layouts[p]
-            allocs.append(pl.buffer)
+            if pl.scope != "global":  # a global buffer is a kernel argument, shared by all
+                allocs.append(pl.buffer)
             fill = self.stage_stmt(p)
             if p.double_buffered and extent > 1:
                 _check_double_buffer(p, pl, stage, var, kind)

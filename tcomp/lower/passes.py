@@ -31,14 +31,15 @@ def guard_bound_loops(kernel: Kernel) -> Kernel:
     registers, and needs no guard; this is what lets a shared buffer be filled by all
     threads of a block inside a consumer's smaller thread loop.
 
-    A shared buffer that is accumulated into (a reduction computed in shared memory)
-    is different: if a thread dimension of the block is bound by none of the loops
-    around its stores, every thread of that dimension would run the same
-    read-modify-write and they would race. Those stores get a single writer,
-    ``threadIdx.d == 0`` for each such dimension.
+    A shared or global buffer that is accumulated into (a reduction computed in shared
+    or global memory) is different: if a thread dimension of the block is bound by none
+    of the loops around its stores, every thread of that dimension would run the same
+    read-modify-write and they would race (and lose updates). Those stores get a single
+    writer, ``threadIdx.d == 0`` for each such dimension. (The legality check models a
+    store that no loop bound to threads encloses as one such writer.)
     """
     sizes = dict(zip(BLOCK_TAGS, kernel.grid)) | dict(zip(THREAD_TAGS, kernel.block))
-    accumulated = _shared_accumulators(kernel.body)
+    accumulated = _accumulators(kernel.body)
 
     def visit(stmt, guards, bound):
         if isinstance(stmt, For) and stmt.kind in sizes:
@@ -69,11 +70,11 @@ def guard_bound_loops(kernel: Kernel) -> Kernel:
     return replace(kernel, body=visit(kernel.body, (), {}))
 
 
-def _shared_accumulators(body) -> set:
-    """Shared buffers that some store reads back (read-modify-write)."""
+def _accumulators(body) -> set:
+    """Shared and global buffers that some store reads back (read-modify-write)."""
     out = set()
     for node in walk(body):
-        if isinstance(node, Store) and node.buffer.scope == "shared":
+        if isinstance(node, Store) and node.buffer.scope in ("shared", "global"):
             if any(isinstance(n, Load) and n.buffer is node.buffer for n in walk(node.value)):
                 out.add(node.buffer)
     return out

@@ -1,18 +1,22 @@
 """Legality: does the scheduled program compute the algorithm?
 
 A schedule is legal when every read sees the value that it sees in the original
-order (value-based flow: a consumer of a reduction reads its *last* update), and no
-two instances that touch the same shared or global location, one of them writing,
-run in different threads of a block without a barrier between them, or in
+order (value-based flow: a consumer of a reduction reads its *last* update, or, when
+the schedule reorders the reduction's terms, the last of a copy that has added all of
+them), no two instances that touch the same shared or global location, one of them
+writing, run in different threads of a block without a barrier between them, or in
 different blocks of one kernel at all (loops bound to blocks and threads carry no
-dependence). Three checks, each a pure function returning :class:`Violation` records:
+dependence; elementwise stores of one value to one global location are exempt, see
+:func:`_identical_values`), and every element of an output is computed. Four checks,
+each a pure function returning :class:`Violation` records:
 
 - :func:`placement_violations`: a producer computed at a loop (``compute_at``) gets
   storage local to that loop; every reader must be inside that loop;
 - :func:`flow_violations`: for every read of a computed tensor, the last write of its
   location before it (isl's dataflow analysis over the scheduled order) must be the
   write that the algorithm's own order makes it read;
-- :func:`race_violations`: conflicting accesses from different threads or blocks.
+- :func:`race_violations`: conflicting accesses from different threads or blocks;
+- :func:`coverage_violations`: output elements (or reduction terms) nothing computes.
 
 :func:`reassociations` and :func:`recomputation` describe what a legal schedule
 changes: the order in which a reduction accumulates, and how often a producer placed
@@ -43,7 +47,7 @@ COUNT_LIMIT = 2_000_000
 class Violation:
     """One way in which a schedule computes something other than its algorithm."""
 
-    kind: str  # "placement" | "flow" | "race"
+    kind: str  # "placement" | "flow" | "race" | "coverage"
     stage: object  # the stage whose schedule call is to blame
     bound: object  # the loop whose bind() is to blame, or None (then: the stage's placement)
     call: str  # that call, as source text
@@ -60,7 +64,9 @@ class Violation:
 
     def message(self) -> str:
         where = f" at {self.site}" if self.site is not None else ""
-        if self.kind == "race" and self.consumer == self.producer:
+        if self.kind == "coverage":
+            stages = f"  stage: {self.producer}, tensor {self.tensor} (an output)"
+        elif self.kind == "race" and self.consumer == self.producer:
             stages = f"  stages: {self.producer} (two of its instances), tensor {self.tensor}"
         elif self.kind == "race":
             stages = f"  stages: {self.producer} and {self.consumer}, tensor {self.tensor}"
@@ -82,6 +88,8 @@ class Violation:
             return f"{self.consumer} reads {self.tensor} outside the loop where {self.producer} is computed"
         if self.kind == "race":
             return f"a data race on {self.tensor}"
+        if self.kind == "coverage":
+            return f"{self.producer} leaves part of the output {self.tensor} uncomputed"
         return f"{self.consumer} reads {self.tensor} before {self.producer} has finished computing it"
 
 
@@ -148,7 +156,7 @@ def legality(s, alternatives: bool = True, describe: bool = True) -> Legality:
         prog = scheduled_program(s)
         flows = flow_violations(s, alg, prog, first_only=not alternatives)
         visible = [v for v in flows if not v.hidden]
-        found = visible or race_violations(s, prog) or flows
+        found = visible or race_violations(s, prog) or coverage_violations(s, alg, prog) or flows
     if found:
         v = found[0]
         return Legality((_with_alternatives(s, v) if alternatives else v,), program=prog)
@@ -288,8 +296,12 @@ def flow_violations(s, alg: Algorithm, prog: ScheduledProgram, first_only: bool 
                 expected = isl.UnionMap.from_map(x.origin).apply_range(expected_flow.reverse())
                 info = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(read)).set_must_source(sources)
                 flow = info.set_schedule_map(_union([x.time] + [w.time for w in writers])).compute_flow()
-                actual = flow.get_must_dependence().reverse().apply_range(origins)
-                bad = actual.subtract(expected).domain().union(flow.get_must_no_source().domain())
+                source = flow.get_must_dependence().reverse()  # reader -> the write it sees
+                actual = source.apply_range(origins)
+                bad = actual.subtract(expected).domain()
+                if producer.op.reduction is not None and not bad.is_empty():
+                    bad = bad.subtract(_complete_reduction(alg, prog, producer, x, read, sources, expected))
+                bad = bad.union(flow.get_must_no_source().domain())
                 if bad.is_empty():
                     continue
                 out.append(_flow_violation(s, prog, x, read, producer, ex.only_set(bad), actual, expected,
@@ -297,6 +309,37 @@ def flow_violations(s, alg: Algorithm, prog: ScheduledProgram, first_only: bool 
                 if first_only:
                     return out
     return out
+
+
+def _complete_reduction(alg: Algorithm, prog: ScheduledProgram, producer, x: Instances, read: isl.Map,
+                        sources: isl.UnionMap, expected: isl.UnionMap) -> isl.UnionSet:
+    """The instances of reader ``x`` that see a reduction's complete result although its
+    last update is not the algorithm's last one (the schedule reassociates it: a split
+    with a guarded tail then reordered runs ``k = 0, 3, 1, 2``). Such a read is right
+    when, at every location it reads (a reader that every thread runs reads each
+    thread's copy), the update it sees belongs to a copy of the element that has run
+    every update of it (``k`` over its whole range) and none after the read."""
+    update = next((w for w in prog.of_stage(producer) if w.kind == "update"), None)
+    if update is None:
+        return isl.UnionSet.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+    # one sink per (reader, location) pair, at the reader's time
+    when = read.domain_map().apply_range(x.time)  # [x -> location] -> time
+    writers = _union(w.time for w in prog.of_stage(producer))
+    info = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(read.range_map())).set_must_source(sources)
+    flow = info.set_schedule_map(writers.union(isl.UnionMap.from_map(when))).compute_flow()
+    seen = flow.get_must_dependence().reverse().intersect_range(isl.UnionSet(update.domain))
+    element = update.origin.apply_range(alg.statement(update.name).write)  # instance -> C[i, j]
+    copy = (update.write.apply_range(update.write.reverse()).intersect(_same_context(update))
+            .intersect(element.apply_range(element.reverse())))  # the updates of one copy
+    peers = seen.apply_range(isl.UnionMap.from_map(copy))  # pair -> every update of that copy
+    late = peers.intersect(isl.UnionMap.from_map(when.lex_lt_map(update.time))).domain()
+    alg_update = alg.statement(update.name)
+    needed = isl.UnionMap.from_map(read.domain_map()).apply_range(expected).apply_range(
+        isl.UnionMap.from_map(alg_update.write.apply_range(alg_update.write.reverse())))  # pair -> all terms
+    missing = needed.subtract(peers.apply_range(isl.UnionMap.from_map(update.origin))).domain()
+    complete = seen.domain().subtract(late).subtract(missing)
+    incomplete = isl.UnionSet(read.wrap()).subtract(complete).unwrap().domain()
+    return isl.UnionSet(x.domain).subtract(incomplete)
 
 
 def _flow_violation(s, prog, x: Instances, read: isl.Map, producer, bad: isl.Set, actual, expected,
@@ -434,10 +477,12 @@ def race_violations(s, prog: ScheduledProgram) -> list:
             w_union = _union(st.write for st in writes)
             conflicts = w_union.apply_range(w_union.union(_union(m for _, m in reads)).reverse())
             involved = list({id(st): st for st in writes + [st for st, _ in reads]}.values())
-            blocks = _union(st.coords.project_out(isl.dim_type.out, 3, 3) for st in involved)
-            threads = _union(st.coords.project_out(isl.dim_type.out, 0, 3) for st in involved)
+            blocks = _union(_coordinates(st, BLOCK_TAGS, prog.launch[k]) for st in involved)
+            threads = _union(_coordinates(st, THREAD_TAGS, prog.launch[k]) for st in involved)
             same_block = blocks.apply_range(blocks.reverse())
             same_thread = threads.apply_range(threads.reverse())
+            if store.scope == "global":
+                conflicts = conflicts.subtract(_identical_values(writes, reads, prog.launch[k]))
             if store.scope == "shared":
                 # one buffer per block: the location names the block (an instance that every
                 # block runs alike writes each block's copy from within that block)
@@ -456,6 +501,60 @@ def race_violations(s, prog: ScheduledProgram) -> list:
             if not cross.is_empty():
                 return [_race_violation(s, prog, tensor, cross, "thread")]
     return []
+
+
+def _identical_values(writes, reads, launch: dict) -> isl.UnionMap:
+    """The conflicting pairs ``w -> a`` on a global tensor that cannot change a result.
+
+    A global location holds one element of the tensor, and an elementwise (not
+    reduction) statement only ever writes the algorithm's value of that element there
+    (the flow check sees to its inputs): two such writes from different threads or
+    blocks store the same bits, and a read is safe from them when its own thread
+    (or every thread, the reader's included) wrote the location before it. Lowering
+    relies on this on purpose: a store that does not depend on a loop bound to
+    threads is run by every thread (``guard_bound_loops``). A reduction's updates are
+    read-modify-writes of partial values and are never exempt."""
+    computes = [w for w in writes if w.kind == "compute"]
+    if not computes:
+        return isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
+    written = _union(w.write for w in computes)
+    same_value = written.apply_range(written.reverse())
+    supplied = _union(_self_supplied(reader, read, computes, launch) for reader, read in reads)
+    return same_value.union(written.apply_range(supplied.reverse()))
+
+
+def _self_supplied(reader: Instances, read: isl.Map, computes, launch: dict) -> isl.Map:
+    """The part of ``read`` (instance -> location) whose location the reader's own
+    thread wrote earlier, through one of the elementwise statements ``computes``."""
+    out = read.subtract(read)
+    for w in computes:
+        pairs = read.apply_range(w.write.reverse())  # reader -> writer of the same location
+        own = _covering(reader, w, launch).intersect(reader.order.lex_gt_map(w.order))
+        out = out.union(read.intersect(pairs.intersect(own).apply_range(w.write)))
+    return out
+
+
+def _covering(reader: Instances, writer: Instances, launch: dict) -> isl.Map:
+    """``reader -> writer`` pairs where the writer runs in the reader's block and
+    thread: for every index the kernel launches more than one of, the writer has the
+    reader's coordinate, or -1 (every block or thread runs it)."""
+    n = len(TAGS)
+    rs, ws = [f"r{d}" for d in range(n)], [f"w{d}" for d in range(n)]
+    cons = [f"({w} = -1 or {w} = {r})" for tag, r, w in zip(TAGS, rs, ws) if launch[tag] > 1]
+    same = isl.Map(f"{{ [{', '.join(rs)}] -> [{', '.join(ws)}] : {' and '.join(cons) or 'true'} }}")
+    return reader.coords.apply_range(same).apply_range(writer.coords.reverse())
+
+
+def _coordinates(inst: Instances, tags, launch: dict) -> isl.Map:
+    """``inst``'s coordinates among ``tags`` (block or thread indices), leaving out the
+    indices the kernel launches only one of: an instance that every thread runs alike
+    (coordinate -1) and one bound to thread 0 are then the same thread of a one-thread
+    block."""
+    coords = inst.coords
+    for n in reversed(range(len(TAGS))):
+        if TAGS[n] not in tags or launch[TAGS[n]] == 1:
+            coords = coords.project_out(isl.dim_type.out, n, 1)
+    return coords
 
 
 def _last_barrier(stmts, barriers) -> dict:
@@ -553,6 +652,41 @@ def _blame_race(a: Instances, b: Instances, tag: str):
             if lp.tag == tag:
                 return lp.stage, lp.var
     return a.stage, None
+
+
+# ---------------------------------------------------------------------- coverage
+
+
+def coverage_violations(s, alg: Algorithm, prog: ScheduledProgram) -> list:
+    """Elements of an output that no instance of the scheduled program computes (or
+    reduction terms it never adds). An intermediate element that nobody computes but
+    somebody reads is a flow violation already; one of an output has no reader."""
+    for stage in s.stages:
+        if stage.tensor not in s.outputs or stage.attach.kind == "inline":
+            continue
+        for stmt in alg.of_stage(stage):
+            done = [w.origin.range() for w in prog.of_stage(stage) if w.name == stmt.name]
+            missing = stmt.domain
+            for d in done:
+                missing = missing.subtract(d)
+            if missing.is_empty():
+                continue
+            point = ex.point(missing.lexmin())
+            nsp = len(stage.root_axes)
+            what = f"{stage.name}[{ex.join(point[:nsp])}]"
+            if stmt.kind == "update":
+                what = (f"the term {ex.assign([ax.name for ax in stage.reduce_axes], point[nsp:])} "
+                        f"of {what}")
+            elif stmt.kind == "init":
+                what = f"the initialization of {what}"
+            return [Violation(
+                "coverage", stage, None, f"the schedule of {stage.name}", stage.attach.site, stage.name,
+                stage.name, stage.tensor.name,
+                dependence=f"every element of the output {stage.tensor.name} must be computed, every term "
+                           f"of a reduction added",
+                relation=f"missing: {ex.relation(missing)}",
+                counterexample=f"no instance of the scheduled program computes {what}")]
+    return []
 
 
 # ---------------------------------------------------------------------- reports

@@ -28,9 +28,10 @@ run and threads start in a shuffled order, uninitialized local and shared memory
 holds NaN (or a sentinel), shared memory is fresh for every block, the global
 intermediates are poisoned before every call, blocks and threads can be isolated
 (each block sees global memory as it was at the launch, each thread global and shared
-memory as it was at the last barrier, as if all ran at once) and threads can be made to
-switch every microsecond, so that a schedule that reads a value before it is written,
-or races between blocks or threads, computes a visibly wrong result.
+memory as it was at the last barrier, as if all ran at once) and all threads of a
+launch can take turns, preempted at random memory accesses, so that a schedule that
+reads a value before it is written, or races between blocks or threads, computes a
+visibly wrong result (:mod:`tcomp.testing.simulator_chaos`).
 
 Bugs found and not fixed yet are listed in :data:`KNOWN_ISSUES`: the fuzzer counts a
 case it recognizes apart ("known") instead of failing, and each has an
@@ -39,8 +40,6 @@ case it recognizes apart ("known") instead of failing, and each has an
 
 from __future__ import annotations
 
-import contextlib
-import sys
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable
@@ -51,6 +50,7 @@ from hypothesis import strategies as st
 import tcomp as tc
 from tcomp.dtypes import host_dtype
 from tcomp.errors import TcompError
+from tcomp.testing.simulator_chaos import poison_value, simulator_chaos
 
 #: launches larger than this many threads (grid x block, summed over kernels) are not
 #: run in the simulator (about 4,000 threads a second); counted as skipped
@@ -565,234 +565,6 @@ def repro_source(wl: FuzzWorkload, s, pending=None, seed: int | None = None) -> 
     return "\n".join(lines) + "\n"
 
 
-# ---------------------------------------------------------------------- the simulator
-
-
-@contextlib.contextmanager
-def simulator_chaos(seed: int | None = None, interleave: bool = False, isolate_blocks: bool = False,
-                    isolate_threads: bool = False):
-    """Instrument Numba's CUDA simulator for the duration (a no-op on a real GPU).
-
-    - with a ``seed``: blocks run, and the threads of a block start, in a shuffled order
-      (the simulator runs them in index order);
-    - uninitialized ``cuda.local.array`` / ``cuda.shared.array`` storage holds NaN (an
-      integer sentinel for integer arrays), and every block gets fresh shared memory
-      (the simulator keeps one per launch);
-    - ``isolate_blocks``: every block of a launch sees global memory as it was when the
-      launch began (plus its own writes), and the writes of all blocks are merged at the
-      end, as if all blocks ran at once;
-    - ``isolate_threads``: likewise for the threads of a block between two barriers:
-      each thread sees global and shared memory as it was at the last barrier (plus its
-      own writes); the writes are merged at the next barrier (the last writer in the
-      shuffled order wins a location written by several);
-    - ``interleave``: the Python threads that emulate a block switch every microsecond.
-
-    A race-free kernel computes the same under all of these. One whose threads or
-    blocks read what others write without a barrier in between (which the simulator's
-    one-at-a-time order otherwise hides, or shows only by chance) does not; the
-    isolation shows it deterministically.
-    """
-    from tcomp.codegen import simulator_enabled
-
-    if not simulator_enabled():
-        yield
-        return
-    import functools
-    import threading
-
-    from numba.cuda.simulator import kernel as sim_kernel
-    from numba.cuda.simulator import kernelapi as sim_api
-    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray, FakeWithinKernelCUDAArray
-
-    rng = np.random.default_rng(seed) if seed is not None else None
-
-    class _Numpy:
-        """numpy, with a shuffled ``ndindex`` and a poisoned ``empty``."""
-
-        def __getattr__(self, name):
-            return getattr(np, name)
-
-        @staticmethod
-        def ndindex(*shape):
-            points = list(np.ndindex(*shape))
-            if rng is not None:
-                rng.shuffle(points)
-            return iter(points)
-
-        @staticmethod
-        def empty(shape, dtype=float, *args, **kwargs):
-            return np.full(shape, poison_value(np.dtype(dtype)), dtype=dtype)
-
-    orig_run = sim_kernel.BlockManager.run
-    orig_shared_array = sim_api.FakeCUDAShared.array  # NOTE: restored on exit; never called through
-    launch: dict = {}
-
-    def run_threads_isolated(manager, grid_point, args, arrays):
-        """BlockManager.run, with every thread on its own copy of memory between barriers."""
-        memory = _ThreadMemory()
-        globals_ = {n: memory.add(a) for n, a in enumerate(arrays) if a is not None}
-        threads = []
-        for block_point in sim_kernel.np.ndindex(*manager._block_dim):
-            slot = len(threads)
-            targs = list(args)
-            for n, index in globals_.items():
-                targs[n] = FakeWithinKernelCUDAArray(FakeCUDAArray(memory.copy_for(slot, index)))
-            t = sim_kernel.BlockThread(functools.partial(manager._f, *targs), manager, grid_point,
-                                       block_point, manager._debug)
-            t.tcomp_memory, t.tcomp_slot = memory, slot
-            threads.append(t)
-        for t in threads:
-            t.start()
-        live, blocked = set(threads), set()
-        while live:
-            for t in live:
-                if t.syncthreads_blocked:
-                    blocked.add(t)
-                elif t.exception:
-                    for other in threads:
-                        other.abort = True
-                        other.syncthreads_blocked = False
-                        other.syncthreads_event.set()
-                    raise t.exception[0].with_traceback(t.exception[1])
-            if live == blocked:  # every live thread waits at the barrier: the interval ends
-                memory.merge()
-                for t in blocked:
-                    t.syncthreads_blocked = False
-                    t.syncthreads_event.set()
-                blocked = set()
-            live = {t for t in live if t.is_alive()}
-        for t in threads:
-            if t.exception:
-                raise t.exception[0].with_traceback(t.exception[1])
-        memory.merge()
-
-    def shared_array(self, shape, dtype, alignment=None):
-        thread = threading.current_thread()
-        memory = getattr(thread, "tcomp_memory", None)
-        if memory is None or shape == 0:
-            raise NotImplementedError("simulator_chaos(isolate_threads=True) isolates static shared arrays "
-                                      "allocated by the threads of a simulated block only")
-        from numba.cuda import types
-        from numba.cuda.np import numpy_support
-
-        if isinstance(dtype, types.Type):
-            dtype = numpy_support.as_dtype(dtype)
-        caller = sys._getframe(1)
-        key = (caller.f_code.co_filename, caller.f_lineno)  # as the simulator tells allocations apart
-        if key not in memory.shared:
-            memory.shared[key] = memory.add(np.full(shape, poison_value(np.dtype(dtype)), dtype=dtype))
-        return memory.copy_for(thread.tcomp_slot, memory.shared[key])
-
-    def run_block(self, grid_point, *args):
-        fake = self._f.__globals__.get("cuda")
-        allocations = getattr(getattr(fake, "shared", None), "_allocations", None)
-        if isinstance(allocations, dict):
-            allocations.clear()
-        if not (isolate_blocks or isolate_threads):
-            return orig_run(self, grid_point, *args)
-        arrays = [_simulated_array(a) for a in args]
-        if isolate_blocks:
-            if launch.get("context") is not sim_kernel._kernel_context:  # the first block of a launch
-                launch["context"] = sim_kernel._kernel_context
-                launch["initial"] = [None if a is None else a.copy() for a in arrays]
-            merged = [None if a is None else a.copy() for a in arrays]
-            for a, first in zip(arrays, launch["initial"]):
-                if a is not None:
-                    a[...] = first
-        try:
-            if isolate_threads:
-                return run_threads_isolated(self, grid_point, args, arrays)
-            return orig_run(self, grid_point, *args)
-        finally:
-            if isolate_blocks:
-                for a, first, m in zip(arrays, launch["initial"], merged):
-                    if a is not None:
-                        written = _bits(a) != _bits(first)
-                        m[written] = a[written]
-                        a[...] = m
-
-    old_np = (sim_kernel.np, sim_api.np)
-    old_switch = sys.getswitchinterval()
-    sim_kernel.np = sim_api.np = _Numpy()
-    sim_kernel.BlockManager.run = run_block
-    if isolate_threads:
-        # NOTE: only then: the simulator tells shared allocations apart by the line of
-        # their caller, which a wrapper would make the same for all of them
-        sim_api.FakeCUDAShared.array = shared_array
-    if interleave:
-        sys.setswitchinterval(1e-6)
-    try:
-        yield
-    finally:
-        sim_kernel.np, sim_api.np = old_np
-        sim_kernel.BlockManager.run = orig_run
-        sim_api.FakeCUDAShared.array = orig_shared_array
-        sys.setswitchinterval(old_switch)
-
-
-class _ThreadMemory:
-    """The memory of one simulated block under ``isolate_threads``: each array (a global
-    argument or a shared allocation) as of the last barrier, and each thread's copy."""
-
-    def __init__(self):
-        self.bases: list = []  # the block's arrays
-        self.start: list = []  # their values at the last barrier
-        self.copies: dict = {}  # thread slot -> {array index: the thread's copy}
-        self.shared: dict = {}  # allocation site -> array index
-
-    def add(self, base: np.ndarray) -> int:
-        self.bases.append(base)
-        self.start.append(base.copy())
-        return len(self.bases) - 1
-
-    def copy_for(self, slot: int, index: int) -> np.ndarray:
-        mine = self.copies.setdefault(slot, {})
-        if index not in mine:
-            mine[index] = self.start[index].copy()
-        return mine[index]
-
-    def merge(self) -> None:
-        """The barrier: every thread's writes since the last one, into every copy."""
-        for index, base in enumerate(self.bases):
-            start = self.start[index]
-            merged = start.copy()
-            for slot in sorted(self.copies):
-                mine = self.copies[slot].get(index)
-                if mine is not None:
-                    written = _bits(mine) != _bits(start)
-                    merged[written] = mine[written]
-            base[...] = merged
-            self.start[index] = merged
-            for mine in self.copies.values():
-                if index in mine:
-                    mine[index][...] = merged
-
-
-def _simulated_array(arg):
-    """The numpy array behind a kernel argument in the simulator, or None."""
-    item = getattr(arg, "__dict__", {}).get("_item", arg)
-    ary = getattr(item, "_ary", None)
-    return ary if isinstance(ary, np.ndarray) else None
-
-
-def _bits(a: np.ndarray) -> np.ndarray:
-    return a.view(np.dtype(f"u{a.dtype.itemsize}")) if a.dtype.itemsize in (1, 2, 4, 8) else a
-
-
-def poison_value(dtype: np.dtype):
-    """What uninitialized storage of ``dtype`` holds under :func:`simulator_chaos`."""
-    dtype = np.dtype(dtype)
-    if dtype.kind == "f":
-        return np.nan
-    if dtype == np.uint16:  # a bfloat16 / float16 on the device: a NaN of either
-        return 0x7FC1
-    if dtype == np.uint8:  # float8_e4m3: NaN
-        return 0x7F
-    if dtype.kind in "iu":
-        return np.iinfo(dtype).min + 7 if dtype.kind == "i" else np.iinfo(dtype).max - 7
-    return 0
-
-
 # ---------------------------------------------------------------------- running and comparing
 
 
@@ -895,16 +667,21 @@ def evaluate_schedule(wl: FuzzWorkload, s, seed: int = 0, repro: str = "", known
     reassociated = bool(getattr(report, "reassociations", ()))
     arrays = wl.make_inputs(rng)
     want = tc.evaluate(wl.out, wl.feeds(arrays))
-    with simulator_chaos(seed, isolate_blocks=True, isolate_threads=True):
-        got = run_module(mod, wl, arrays, want)
-    if not matches(got, want, wl.out.dtype, reassociated, wl.reduction_length):
+    # isolated (a read of what another thread or block writes), then preempted (a
+    # read-modify-write that several repeat)
+    for how in ("isolated", "preempted"):
+        chaos = {"isolate_blocks": True, "isolate_threads": True} if how == "isolated" else {"preempt": True}
+        with simulator_chaos(seed, **chaos):
+            got = run_module(mod, wl, arrays, want)
+        if matches(got, want, wl.out.dtype, reassociated, wl.reduction_length):
+            continue
         issue = known_issue("wrong result", wl, s, report, mod) if known else ""
         if issue:
             return Outcome("known", issue)
         raise FuzzFailure(
             f"{wl.name} {wl.shape}: tc.check says legal{' (reassociating)' if reassociated else ''}, "
-            f"but the result differs from tc.evaluate\n{_diff(got, want)}\n\ncheck report:\n{report}"
-            f"\n\ngenerated source: {mod.source_path}{suffix}")
+            f"but the result differs from tc.evaluate (blocks and threads {how})\n{_diff(got, want)}"
+            f"\n\ncheck report:\n{report}\n\ngenerated source: {mod.source_path}{suffix}")
     return Outcome("legal", "reassociates" if reassociated else "")
 
 
@@ -923,10 +700,10 @@ def _illegal(wl, s, err, rng, seed, suffix, known=True) -> Outcome:
         arrays = wl.make_inputs(rng)
         want = tc.evaluate(wl.out, wl.feeds(arrays))
         try:
-            # the simulator's own order; then blocks and threads isolated; then blocks
-            # isolated and threads interleaved
-            with simulator_chaos(seed * 1000 + attempt, interleave=attempt == 2, isolate_blocks=attempt > 0,
-                                 isolate_threads=attempt == 1):
+            # the simulator's own order (shuffled); then blocks and threads isolated; then
+            # every thread of the launch preempted at random memory accesses
+            with simulator_chaos(seed * 1000 + attempt, isolate_blocks=attempt == 1,
+                                 isolate_threads=attempt == 1, preempt=attempt == 2):
                 got = run_module(mod, wl, arrays, want)
         except TcompError:
             raise
@@ -948,7 +725,7 @@ def _illegal(wl, s, err, rng, seed, suffix, known=True) -> Outcome:
     if not differs:
         raise FuzzFailure(f"{wl.name} {wl.shape}: checker false positive: tc.check rejects the schedule, "
                           f"but built with check=False it matches tc.evaluate on {ILLEGAL_RUNS} random "
-                          f"inputs (blocks and threads shuffled; blocks and threads isolated; threads interleaved)"
+                          f"inputs (blocks and threads shuffled; blocks and threads isolated; threads preempted)"
                           f"\n\n{err}{suffix}")
     return Outcome("illegal", f"{kind}; {how}")
 
@@ -975,74 +752,6 @@ def known_issue(situation: str, wl, s, err_or_report, mod) -> str:
         except Exception:  # noqa: BLE001 - a predicate that does not apply
             continue
     return ""
-
-
-def _race_kernels(err, mod, among: str) -> list:
-    """The kernels that write the tensor of a race violation between ``among`` ("thread"
-    or "block"), [] when the violation is something else."""
-    from tcomp.ir.stmt import Store
-    from tcomp.ir.visitor import walk
-
-    violation = getattr(err, "violation", None)
-    tag = {"thread": "threadIdx", "block": "blockIdx"}[among]
-    if violation is None or violation.kind != "race" or f"bound to {tag}" not in violation.dependence:
-        return []
-    return [k for k in mod.program.kernels
-            if any(isinstance(n, Store) and n.buffer.name == violation.tensor for n in walk(k.body))]
-
-
-def _race_without_a_second_thread(wl, s, err, mod) -> bool:
-    threads = _race_kernels(err, mod, "thread")
-    blocks = _race_kernels(err, mod, "block")
-    return (bool(threads) and all(int(np.prod(k.block)) == 1 for k in threads)) or \
-        (bool(blocks) and all(int(np.prod(k.grid)) == 1 for k in blocks))
-
-
-def _race_on_identical_redundant_writes(wl, s, err, mod) -> bool:
-    if not (_race_kernels(err, mod, "thread") or _race_kernels(err, mod, "block")):
-        return False
-    text = err.violation.counterexample
-    return any(words in text for words in ("the same in every thread", "(every threadIdx", "(every blockIdx"))
-
-
-def reduction_loops_reordered(stage) -> bool:
-    """Are the reduction loops of ``stage`` nested in another order than the one their
-    splits give (outer before inner): a reassociation?"""
-    from tcomp.schedule.stage import Split
-
-    roots = list(stage.root_axes) + list(stage.reduce_axes)
-
-    def key(var):
-        path = []
-        while var not in roots:
-            rel = next(r for r in stage.relations
-                       if (var in (r.outer, r.inner) if isinstance(r, Split) else var is r.fused))
-            if isinstance(rel, Split):
-                path.append(0 if var is rel.outer else 1)
-                var = rel.parent
-            else:
-                var = rel.outer
-        return (roots.index(var), tuple(reversed(path)))
-
-    loops = [v for v in stage.leaf_vars if v.kind == "reduce"]
-    return [key(v) for v in loops] != sorted(key(v) for v in loops)
-
-
-def _reassociated_reduction_read(wl, s, err, mod) -> bool:
-    violation = getattr(err, "violation", None)
-    if violation is None or violation.kind != "flow" or "reduction's result" not in violation.dependence:
-        return False
-    return reduction_loops_reordered(s[violation.producer])
-
-
-KNOWN_ISSUES += [
-    ("checker: a read of a reassociated reduction is refused (the last update executed is not the "
-     "one of the largest k)", "false positive", _reassociated_reduction_read),
-    ("checker: race between threads (blocks) reported in a kernel of one thread per block (one block)",
-     "false positive", _race_without_a_second_thread),
-    ("checker: race reported where every thread (block) writes the same value before reading it",
-     "false positive", _race_on_identical_redundant_writes),
-]
 
 
 def _diff(got, want) -> str:

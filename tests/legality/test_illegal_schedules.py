@@ -63,7 +63,7 @@ def test_unchecked_build_computes_something_else(make, request):
         assert not same(run(case, arrays, check=False), want, case.out.dtype)
     else:
         assert case.outcome == "race"
-        request.getfixturevalue("interleaved_threads")
+        request.getfixturevalue("preempted_threads")
         mod = tc.build(case.s, check=False)
         results = []
         for _ in range(RACE_RUNS):

@@ -110,6 +110,45 @@ def test_legality_returns_records():
     assert poly.is_legal(tc.create_schedule(Y))
 
 
+def _without(prog, name, keep: str):
+    """``prog`` with statement ``name`` cut to the instances where ``keep`` holds (a
+    scheduled program that forgets part of its work)."""
+    import dataclasses
+
+    def cut(inst):
+        dims = ", ".join(f"x{n}" for n in range(inst.domain.dim(isl.dim_type.set)))
+        return inst.domain.intersect(isl.Set(f"{{ {name}[{dims}] : {keep} }}"))
+
+    statements = tuple(dataclasses.replace(st, domain=cut(st), origin=st.origin.intersect_domain(cut(st)))
+                       if st.name == name else st for st in prog.statements)
+    return dataclasses.replace(prog, statements=statements)
+
+
+def test_every_output_element_must_be_computed():
+    A, W, C, Y, s = _matmul_silu()
+    alg, prog = poly.algorithm(s), poly.scheduled_program(s)
+    assert poly.coverage_violations(s, alg, prog) == []
+    (v,) = poly.coverage_violations(s, alg, _without(prog, "Y", "x0 < 3"))
+    assert v.kind == "coverage" and v.tensor == "Y"
+    assert "no instance of the scheduled program computes Y[3, 0]" in v.message()
+    assert "Y leaves part of the output Y uncomputed" in v.message()
+    assert "missing: { Y[i = 3, j] : 0 <= j <= 4 }" in v.message()
+
+
+def test_every_term_of_an_output_reduction_must_be_added():
+    A, W, C, Y, s = _matmul_silu()
+    s = tc.create_schedule(C)
+    alg, prog = poly.algorithm(s), poly.scheduled_program(s)
+    assert poly.coverage_violations(s, alg, prog) == []
+    (v,) = poly.coverage_violations(s, alg, _without(prog, "C_update", "x2 > 0"))
+    assert "computes the term k=0 of C[0, 0]" in v.message(), v.message()
+    # an intermediate is not an output: a missing element of it that somebody reads is a
+    # flow violation, one that nobody reads does not matter
+    s = tc.create_schedule(Y)
+    alg, prog = poly.algorithm(s), poly.scheduled_program(s)
+    assert poly.coverage_violations(s, alg, _without(prog, "C_update", "x2 > 0")) == []
+
+
 def test_non_affine_index_is_over_approximated(rng):
     X = tc.placeholder((4, 6), "float32", name="X")
     P = tc.compute((4, 6), lambda i, j: X[i, j] + 1.0, name="P")
