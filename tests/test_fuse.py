@@ -106,3 +106,37 @@ def test_fuse_three_loops(rng):
     x = rng.standard_normal((2, 3, 5)).astype(np.float32)
     got = run(s, [x])
     np.testing.assert_array_equal(got, x * np.float32(3.0))
+
+
+def test_fused_loops_of_two_stages_with_one_name_stay_apart():
+    """``(a // 4) * 4 + a % 4`` folds to ``a``; with two different loops that happen to
+    share a name (``i_j_f`` of a consumer and of a producer computed inside it) it must
+    not. The simplifier compared the operands by their printed text, and a row max
+    computed at a fused loop read the wrong row (found by the schedule fuzzer)."""
+    from tcomp.ir.expr import IntImm, Var, binary
+    from tcomp.ir.simplify import simplify
+
+    outer, inner = Var("i_j_f", "int32"), Var("i_j_f", "int32")
+    four = IntImm(4)
+    same = binary("+", binary("*", binary("//", outer, four), four), binary("%", outer, four))
+    apart = binary("+", binary("*", binary("//", outer, four), four), binary("%", inner, four))
+    assert simplify(same) is outer
+    assert simplify(apart).a is not outer and "%" in str(simplify(apart))
+
+
+def test_a_producer_at_a_fused_loop_reads_its_own_row(rng):
+    """The fuzzer's schedule: R (a row max) computed at Q's fused loop, X cached twice
+    into registers, the inner cache fused too."""
+    from workloads import rowmax_quant
+
+    w = rowmax_quant(4, 4)
+    X, Q = w["X"], w["Q"]
+    s = w.schedule()
+    XL = s.cache_read(X, "local", [s["R"]])
+    XL2 = s.cache_read(X, "local", [s[XL]])
+    f = s[Q].fuse(*s[Q].axis)
+    s[XL2].fuse(*s[XL2].axis)
+    s["R"].compute_at(s[Q], f)
+    s[XL].compute_at(s["R"], s["R"].axis[0])
+    s[XL2].compute_at(s[XL], s[XL].axis[0])
+    run_and_compare(s, w, rng)

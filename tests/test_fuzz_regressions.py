@@ -176,6 +176,30 @@ def test_a_global_reduction_no_thread_loop_encloses_has_one_writer():
     assert str(_outcome(wl, schedule)) == "legal"
 
 
+def test_a_global_reduction_repeated_by_every_block_is_a_race():
+    """A global C computed at Cb's row loop, outside Q's loop bound to blocks, and read
+    only by stages that every block runs alike: no pair of accesses names two blocks
+    (all carry coordinate -1), and the checker called it legal. Every block runs the same
+    read-modify-writes of C at once; the fuzzer's preempted blocks lost updates."""
+    wl = WORKLOADS["ffn_bf16"](M=4, N=4, K=4)
+
+    def schedule(s):
+        s["Y"].compute_inline()
+        s["C"].set_scope("global")
+        q_i, q_j = s["Q"].axis
+        s["Q"].bind(q_j, "blockIdx.x")
+        s["Cb"].compute_at(s["Q"], q_i)
+        s["C"].compute_at(s["Cb"], s["Cb"].axis[0])
+
+    s = tc.create_schedule(wl.out)
+    schedule(s)
+    with pytest.raises(tc.IllegalScheduleError, match=r"(?s)a data race on C.*C\[0, 0\] \(update k=0\).* updates "
+                                                      r"global C\[0, 0\] in every block: no loop bound to "
+                                                      r"blockIdx.x encloses it, so all 4 blocks run"):
+        tc.check(s)
+    assert str(_outcome(wl, schedule)) == "illegal: race; computes something else"
+
+
 @pytest.mark.parametrize("placement", ["root", "compute_at"])
 def test_a_reassociated_reduction_may_be_read(placement):
     """C's reduction over k=0..3 split by 3 (a guarded tail) and reordered runs its

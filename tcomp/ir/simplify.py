@@ -80,7 +80,7 @@ def _merge_div_mod(terms: dict, constant: int) -> LinearForm:
             d = div.b.value
             for mod in list(terms):
                 if (isinstance(mod, Binary) and mod.op == "%" and isinstance(mod.b, IntImm)
-                        and mod.b.value == d and str(mod.a) == str(div.a)
+                        and mod.b.value == d and _atom_key(mod.a) == _atom_key(div.a)
                         and terms[div] == terms[mod] * d):
                     c = terms.pop(mod)
                     terms.pop(div)

@@ -491,6 +491,9 @@ def race_violations(s, prog: ScheduledProgram) -> list:
                 cross_block = conflicts.subtract(same_block)
                 if not cross_block.is_empty():
                     return [_race_violation(s, prog, tensor, cross_block, "block")]
+                repeated = _repeated_by_every_block(s, prog, tensor, writes, prog.launch[k])
+                if repeated:
+                    return [repeated]
                 cross = conflicts.intersect(same_block).subtract(same_thread)
             if cross.is_empty():
                 continue
@@ -501,6 +504,34 @@ def race_violations(s, prog: ScheduledProgram) -> list:
             if not cross.is_empty():
                 return [_race_violation(s, prog, tensor, cross, "thread")]
     return []
+
+
+def _repeated_by_every_block(s, prog, tensor, writes, launch: dict):
+    """A reduction into a global tensor that no loop bound to some block index encloses,
+    in a grid of several blocks along it: every block runs the same read-modify-writes
+    of the same locations at once, and they lose each other's updates. (Threads of a
+    block do not: lowering leaves such a store to a single thread.) The instances carry
+    coordinate -1 there, which the pairwise conflicts cannot tell apart."""
+    for w in sorted(writes, key=lambda st: st.kind != "update"):
+        if w.kind == "compute":
+            continue
+        coords = ex.point(w.coords.range().lexmin())
+        tags = [t for n, t in enumerate(TAGS) if t in BLOCK_TAGS and coords[n] == -1 and launch[t] > 1]
+        if not tags:
+            continue
+        first = w.domain.lexmin()
+        where = f"global {tensor.name}{ex.location(prog.storage[tensor], ex.point(first.apply(w.write)))}"
+        blocks = 1
+        for t in tags:
+            blocks *= launch[t]
+        ce = (f"{ex.instance(w, ex.point(first), _verb(w, tensor))} {where} in every block: no loop bound to "
+              f"{' or '.join(tags)} encloses it, so all {blocks} blocks run this read-modify-write of one "
+              f"location at once and lose each other's updates")
+        words = ("a reduction into global memory must be run by one block per element: blocks of one kernel "
+                 "never wait for each other")
+        return Violation("race", w.stage, None, _call_text(s, w.stage), _site(s, w.stage), w.stage.name,
+                         w.stage.name, tensor.name, words, f"{ex.relation(w.domain)}, in every block", ce)
+    return None
 
 
 def _identical_values(writes, reads, launch: dict) -> isl.UnionMap:
