@@ -4,7 +4,9 @@ The steps, in order:
 
 1. ``check_schedule``   placements and bindings that cannot be lowered at all
 2. ``BoundInference``   the region, loops and storage of every stage
-3. ``NestBuilder``      one kernel per root stage, everything placed inside it
+3. ``NestBuilder``      one kernel per root stage, everything placed inside it (the
+                        order within a loop body: ``loop_body``, which the
+                        polyhedral model shares)
 4. ``KERNEL_PASSES``    launch sizes, guards for bound loops, index simplification
 
 ``lower(s, trace=print)`` prints the IR after every step.

@@ -1,10 +1,10 @@
 """Build the loop nest of every kernel from the stage layouts.
 
-A kernel is a root stage with every stage placed (transitively) inside it.
-Producers computed at a loop come first in that loop's body, behind a barrier
-when their storage is shared; consumers placed with reverse_compute_at come
-last. A reduction's initialization sits just before its outermost reduction
-loop, inside the spatial loops that come after it.
+A kernel is a root stage with every stage placed (transitively) inside it. What
+the body of each loop holds, and in which order (producers, barriers, the inner
+loop, epilogues), is :func:`tcomp.lower.loop_body.loop_body`'s, which the
+polyhedral model shares. A reduction's initialization sits just before its
+outermost reduction loop, inside the spatial loops that come after it.
 """
 
 from __future__ import annotations
@@ -12,12 +12,13 @@ from __future__ import annotations
 from ..errors import InternalError, LoweringError
 from ..ir.expr import Expr, FloatImm, IntImm, Load, binary, cast, logical_and
 from ..ir.simplify import simplify
-from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, Buffer, For, Stmt, Store, seq
+from ..ir.stmt import Allocate, Barrier, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import free_vars, rewrite, substitute
 from ..lang.tensor import Reduce, TensorRead
 from ..schedule.stage import Stage
 from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers
+from .loop_body import loop_body, loop_kind
 
 
 class NestBuilder:
@@ -91,51 +92,41 @@ class NestBuilder:
                 init_nest = init
                 for v in reversed(stage.leaf_vars[pos + 1:]):
                     if v.kind != "reduce":
-                        init_nest = For(v, layout.extents[v], _loop_kind(stage, v), init_nest)
+                        init_nest = For(v, layout.extents[v], loop_kind(stage, v), init_nest)
                 stmt = seq(init_nest, stmt)
         return stmt
 
     def _loop(self, stage: Stage, layout: StageLayout, var, inner: Stmt) -> Stmt:
         extent = layout.extents[var]
-        kind = _loop_kind(stage, var)
-        fills, allocs, shared_fills, staged = [], [], False, []
+        kind = loop_kind(stage, var)
+        steps = loop_body(stage, var, self.layouts, self.attached_at, self.reverse_at)
+        allocs, staged = [], {}
         for p in self.attached_at.get((stage, var), []):
             pl = self.layouts[p]
             if pl.scope != "global":  # a global buffer is a kernel argument, shared by all
                 allocs.append(pl.buffer)
-            fill = self.stage_stmt(p)
-            if p.double_buffered and extent > 1:
+            if any(step.kind == "commit" and step.stage is p for step in steps):
                 _check_double_buffer(p, pl, stage, var, kind)
-                staged.append(stage_through_registers(fill, var, extent, p.name))
-                continue
-            fills.append(fill)
-            if pl.scope == "shared":
-                fills.append(Barrier())
-                shared_fills = True
-        post = [self.stage_stmt(c) for c in self.reverse_at.get((stage, var), [])]
-        inner_loops = stage.leaf_vars[stage.leaf_vars.index(var) + 1:]
-        if post and any(stage.bindings.get(v, "").startswith("threadIdx") for v in inner_loops):
-            # the epilogue reads what other threads of the block just wrote
-            post = [Barrier()] + post
-        if staged:
-            # one barrier before the commit protects the tile that the last iteration read
-            fills = [f for f in fills if not isinstance(f, Barrier)]
-            body = seq(Barrier(), *[st.commit for st in staged], *fills, Barrier(),
-                       *[st.prefetch for st in staged], inner, *post)
-        else:
-            # before the next fill overwrites the tile: the next iteration of this loop, or of
-            # any loop around it that runs this one again
-            trailing = [Barrier()] if shared_fills and (extent > 1 or runs_again(stage, var, self.layouts)) else []
-            body = seq(*fills, inner, *post, *trailing)
+                staged[p] = stage_through_registers(self.stage_stmt(p), var, extent, p.name)
+        body = []
+        for step in steps:
+            if step.kind == "barrier":
+                body.append(Barrier())
+            elif step.kind == "inner":
+                body.append(inner)
+            elif step.kind in ("fill", "epilogue"):
+                body.append(self.stage_stmt(step.stage))
+            else:
+                body.append(staged[step.stage].commit if step.kind == "commit" else staged[step.stage].prefetch)
+        loop: Stmt = seq(*body)
         for b in reversed(allocs):
-            body = Allocate(b, body)
-        loop: Stmt = For(var, extent, kind, body)
+            loop = Allocate(b, loop)
+        loop = For(var, extent, kind, loop)
         if staged:
-            loop = seq(*[st.prologue for st in staged], loop)
-            for st in reversed(staged):
+            loop = seq(*[st.prologue for st in staged.values()], loop)
+            for st in reversed(list(staged.values())):
                 loop = Allocate(st.registers, loop)
         return loop
-
 
 
 def _check_double_buffer(producer: Stage, layout: StageLayout, consumer: Stage, var, kind: str) -> None:
@@ -147,21 +138,6 @@ def _check_double_buffer(producer: Stage, layout: StageLayout, consumer: Stage, 
                             f"{consumer.name}, which is {kind}; the loop it is computed at must be serial")
 
 
-def runs_again(stage: Stage, var, layouts: dict) -> bool:
-    """Whether a loop that iterates sequentially (not bound to blocks or threads) encloses
-    loop ``var`` of ``stage``, so that the body of ``var`` runs more than once per thread."""
-    while True:
-        outer = stage.leaf_vars[:stage.leaf_vars.index(var)]
-        if any(_loop_kind(stage, v) not in BLOCK_TAGS + THREAD_TAGS and layouts[stage].extents[v] > 1
-               for v in outer):
-            return True
-        if stage.attach.kind not in ("at", "reverse_at"):
-            return False
-        stage, var = stage.attach.stage, stage.attach.axis
-        if _loop_kind(stage, var) not in BLOCK_TAGS + THREAD_TAGS and layouts[stage].extents[var] > 1:
-            return True
-
-
 def _dedupe(preds):
     seen = set()
     for p in preds:
@@ -169,10 +145,6 @@ def _dedupe(preds):
         if key not in seen:
             seen.add(key)
             yield p
-
-
-def _loop_kind(stage: Stage, var) -> str:
-    return stage.bindings.get(var) or stage.annotations.get(var) or "serial"
 
 
 def flat_index(indices, mins, shape) -> Expr:

@@ -22,8 +22,9 @@ first reduction loop. This module describes the same nest polyhedrally:
   the same work), and ``time`` is the position among the serial loops and
   statements (``order``, which barriers are placed in) followed by the coordinates.
 
-The extents, regions and guards come from lowering's bound inference, so the
-program described is the one that runs.
+The extents, regions and guards come from lowering's bound inference, and the order
+of the steps in a loop body from lowering's ``loop_body``, so the program described is
+the one that runs.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..ir.visitor import free_vars, substitute
 from ..lower import check_schedule
 from ..lower.bounds import BoundInference, storage_scope
-from ..lower.nest import runs_again
+from ..lower.loop_body import loop_body
 from .affine import NonAffine, aff, condition
 from .algorithm import isl_name, reads_of, statement_name
 
@@ -191,9 +192,9 @@ class _Builder:
         return Loop(self.dims[(st, v)], st, v, self.layouts[st].extents[v], st.bindings.get(v))
 
     def _stage(self, st, loops: list, time: list) -> None:
-        """Emit the statements of ``st`` and of the stages placed in its loops, mirroring
-        ``NestBuilder.stage_stmt``: ``loops`` and ``time`` describe the position of the
-        stage's outermost loop."""
+        """Emit the statements of ``st`` and of the stages placed in its loops, as
+        ``NestBuilder.stage_stmt`` builds them: ``loops`` and ``time`` describe the
+        position of the stage's outermost loop."""
         leaf = st.leaf_vars
         reduce_leaves = [v for v in leaf if v.kind == "reduce"]
         first_reduce = leaf.index(reduce_leaves[0]) if reduce_leaves else None
@@ -219,22 +220,10 @@ class _Builder:
                                           "after": item[1]})
 
     def _body(self, st, pos, loops, time, first_reduce) -> None:
-        """The body of ``st``'s loop at ``pos``: producers computed there, the inner
-        loop (or the store), epilogues, barriers: as ``NestBuilder._loop`` lays it out."""
-        var = st.leaf_vars[pos]
-        extent = self.layouts[st].extents[var]
-        fills, staged = [], []
-        shared = False
-        for p in self.attached_at.get((st, var), []):
-            if getattr(p, "double_buffered", False) and extent > 1:
-                # NOTE: a double-buffered tile is written to shared memory at the start of the
-                # iteration (its sources are read one iteration earlier, into registers)
-                staged.append(("stage", p))
-                continue
-            fills.append(("stage", p))
-            if storage_scope(p) == "shared":
-                fills.append(("barrier", f"after {p.name} is computed"))
-                shared = True
+        """The body of ``st``'s loop at ``pos``, in the order that lowering lays it out
+        (``tcomp.lower.loop_body``): producers, barriers, the inner loop (or the
+        store), epilogues. A double-buffered tile is written to shared memory where it
+        is committed, at the start of the iteration; its prefetch reads inputs only."""
         inner = []
         if pos + 1 < len(st.leaf_vars):
             if pos + 1 == first_reduce:
@@ -242,19 +231,14 @@ class _Builder:
             inner.append(("loop", pos + 1))
         else:
             inner.append(("store",))
-        post = self.reverse_at.get((st, var), [])
-        if post and any(st.bindings.get(v, "").startswith("threadIdx") for v in st.leaf_vars[pos + 1:]):
-            inner.append(("barrier", f"before {', '.join(c.name for c in post)}"))
-        inner += [("stage", c) for c in post]
-        if staged:
-            names = ", ".join(p.name for _, p in staged)
-            items = ([("barrier", f"before {names} is refilled")] + staged
-                     + [f for f in fills if f[0] != "barrier"]
-                     + [("barrier", f"after {names} is committed")] + inner)
-        else:
-            items = fills + inner
-            if shared and (extent > 1 or runs_again(st, var, self.layouts)):
-                items.append(("barrier", f"at the end of loop {var.name}"))
+        items = []
+        for step in loop_body(st, st.leaf_vars[pos], self.layouts, self.attached_at, self.reverse_at):
+            if step.kind == "barrier":
+                items.append(("barrier", step.why))
+            elif step.kind == "inner":
+                items += inner
+            elif step.kind != "prefetch":
+                items.append(("stage", step.stage))
         self._items(st, items, loops, time, first_reduce)
 
     def _init(self, st, loops, time, first_reduce) -> None:
