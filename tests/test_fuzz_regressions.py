@@ -176,6 +176,28 @@ def test_a_global_reduction_no_thread_loop_encloses_has_one_writer():
     assert str(_outcome(wl, schedule)) == "legal"
 
 
+def test_a_single_writer_reduction_read_by_every_thread_is_a_race():
+    """C accumulates in global memory with no thread loop around it, so lowering leaves
+    it to thread 0 (the test above); Y, which every thread runs, reads all of C's row
+    with no barrier in between. The model gave C coordinate -1 ("every thread"), the
+    same as Y's, and found no conflict; it now gives it thread 0, as lowering does."""
+    wl = WORKLOADS["ffn_bf16"](M=4, N=4, K=4)
+
+    def schedule(s):
+        s["Q"].reverse_compute_at(s["Y"], s["Y"].axis[0])
+        s["Cb"].compute_inline()
+        q_i, q_j = s["Q"].axis
+        s["Q"].bind(q_i, "threadIdx.x")
+        s["Q"].bind(q_j, "threadIdx.y")
+        s["Y"].reverse_compute_at(s["C"], s["C"].axis[0])
+
+    s = tc.create_schedule(wl.out)
+    schedule(s)
+    with pytest.raises(tc.IllegalScheduleError, match=r"(?s)a data race on C.*in threadIdx.y=0 updates"):
+        tc.check(s)
+    assert str(_outcome(wl, schedule)) == "illegal: race; computes something else"
+
+
 def test_a_global_reduction_repeated_by_every_block_is_a_race():
     """A global C computed at Cb's row loop, outside Q's loop bound to blocks, and read
     only by stages that every block runs alike: no pair of accesses names two blocks

@@ -19,8 +19,10 @@ first reduction loop. This module describes the same nest polyhedrally:
 - ``time`` is its place in the order of execution. Loops bound to blocks or threads
   are not executed in order; an instance's block and thread indices are its
   coordinates (-1 when no loop around it is bound to that index: every thread does
-  the same work), and ``time`` is the position among the serial loops and
-  statements (``order``, which barriers are placed in) followed by the coordinates.
+  the same work; but 0 for a thread index of a reduction in shared or global memory,
+  which lowering leaves to thread 0 there), and ``time`` is the position among the
+  serial loops and statements (``order``, which barriers are placed in) followed by
+  the coordinates.
 
 The extents, regions and guards come from lowering's bound inference, and the order
 of the steps in a loop body from lowering's ``loop_body``, so the program described is
@@ -297,11 +299,16 @@ class _Builder:
                 size *= lp.extent
             else:
                 cons.append(f"{lp.dim} = 0")  # a bound loop the statement does not depend on
+        # a shared or global accumulator has a single writer in every thread dimension
+        # that its stores do not depend on (lowering's guard_bound_loops): thread 0
+        single_writer = kind in ("init", "update") and self.storage[st.tensor].scope != "local"
         for tag in TAGS:
             bound = [lp for lp in loops if lp.tag == tag and lp.var in used]
             if bound:
                 coords.append(bound[0].dim)
                 cons += [f"{lp.dim} = {bound[0].dim}" for lp in bound[1:]]
+            elif single_writer and tag in THREAD_TAGS and self.sizes[tag] > 1:
+                coords.append("0")
             else:
                 coords.append("-1")
                 if any(lp.tag == tag for lp in loops) or self.sizes[tag] > 1:
