@@ -24,15 +24,16 @@ from timing import time_cuda  # noqa: E402  (benchmarks/timing.py)
 
 
 def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shape", default="1024,12288,4096", help="M,N,K")
+    parser.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args(argv)
+
     import torch
 
     import ffn_bf16 as ffn
     import tcomp as tc
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shape", default="1024,12288,4096", help="M,N,K")
-    parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args(argv)
     M, N, K = (int(x) for x in args.shape.split(","))
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)

@@ -14,8 +14,6 @@ import os
 import sys
 import time
 
-import numpy as np
-
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 
@@ -23,17 +21,18 @@ from timing import time_cuda  # noqa: E402  (benchmarks/timing.py)
 
 
 def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--size", type=int, default=4096)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--rungs", default=None, help="comma-separated rung names (default: every rung)")
+    args = parser.parse_args(argv)
+
     import torch
 
     import sgemm_ladder as ladder
     import matmul_silu_quant as fused
     import tcomp as tc
 
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--size", type=int, default=4096)
-    parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--rungs", default=",".join(ladder.SCHEDULES))
-    args = parser.parse_args(argv)
     n = args.size
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -45,7 +44,7 @@ def main(argv=None) -> int:
     t_cublas = time_cuda(lambda: torch.matmul(a, b), args.repeat)
     print(f"cuBLAS fp32 (TF32 off): {t_cublas * 1e3:.3f} ms  {flops / t_cublas / 1e12:.1f} TFLOP/s", flush=True)
     rows = []
-    for name in args.rungs.split(","):
+    for name in (args.rungs.split(",") if args.rungs else ladder.SCHEDULES):
         C = ladder.algorithm(n, n, n)
         s = tc.create_schedule(C)
         ladder.SCHEDULES[name](s, C)
