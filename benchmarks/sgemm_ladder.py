@@ -12,12 +12,11 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 
-from timing import time_cuda  # noqa: E402  (benchmarks/timing.py)
+from timing import build_sgemm, sgemm_setup, time_cuda  # noqa: E402  (benchmarks/timing.py)
 
 
 def main(argv=None) -> int:
@@ -34,28 +33,14 @@ def main(argv=None) -> int:
     import tcomp as tc
 
     n = args.size
-    torch.backends.cuda.matmul.allow_tf32 = False
-    torch.backends.cudnn.allow_tf32 = False
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(n, n, device="cuda", generator=gen)
-    b = torch.randn(n, n, device="cuda", generator=gen)
-    ref = (a.double() @ b.double())
+    a, b, ref, t_cublas = sgemm_setup(n, args.repeat)
     flops = 2.0 * n ** 3
-    t_cublas = time_cuda(lambda: torch.matmul(a, b), args.repeat)
-    print(f"cuBLAS fp32 (TF32 off): {t_cublas * 1e3:.3f} ms  {flops / t_cublas / 1e12:.1f} TFLOP/s", flush=True)
     rows = []
     for name in (args.rungs.split(",") if args.rungs else ladder.SCHEDULES):
         C = ladder.algorithm(n, n, n)
         s = tc.create_schedule(C)
         ladder.SCHEDULES[name](s, C)
-        t0 = time.time()
-        mod = tc.build(s)
-        c = torch.full((n, n), float("nan"), device="cuda")
-        mod(a, b, c)
-        torch.cuda.synchronize()
-        compile_s = time.time() - t0
-        err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-        ok = bool(torch.isfinite(c).all()) and err < 1e-5
+        mod, c, compile_s, err, ok = build_sgemm(s, a, b, ref)
         t = time_cuda(lambda: mod(a, b, c), args.repeat)
         rows.append((name, t, flops / t / 1e12, t_cublas / t, ok, err, compile_s))
         print(f"{name:14s} {t * 1e3:8.3f} ms {flops / t / 1e12:6.2f} TFLOP/s  {t_cublas / t:5.2f}x cuBLAS  "

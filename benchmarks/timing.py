@@ -21,3 +21,38 @@ def time_cuda(fn, repeat: int, warmup: int = 3) -> float:
         stop.synchronize()
         times.append(start.elapsed_time(stop) / 1e3)
     return statistics.median(times)
+
+
+def sgemm_setup(n: int, repeat: int):
+    """Fixed-seed fp32 ``n x n`` inputs on the GPU, their float64 product, and cuBLAS's
+    time for them (TF32 off), printed: ``(a, b, ref, seconds)``."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(n, n, device="cuda", generator=gen)
+    b = torch.randn(n, n, device="cuda", generator=gen)
+    t = time_cuda(lambda: torch.matmul(a, b), repeat)
+    print(f"cuBLAS fp32 (TF32 off): {t * 1e3:.3f} ms  {2.0 * n ** 3 / t / 1e12:.1f} TFLOP/s", flush=True)
+    return a, b, a.double() @ b.double(), t
+
+
+def build_sgemm(s, a, b, ref):
+    """Build schedule ``s`` of C = A @ B, run it once on ``a``, ``b`` into a NaN-poisoned
+    output and compare with ``ref``: ``(module, output, build seconds, relative error,
+    correct)``."""
+    import time
+
+    import torch
+
+    import tcomp as tc
+
+    t0 = time.time()
+    mod = tc.build(s)
+    c = torch.full(ref.shape, float("nan"), device="cuda")
+    mod(a, b, c)
+    torch.cuda.synchronize()
+    build_s = time.time() - t0
+    err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+    return mod, c, build_s, err, bool(torch.isfinite(c).all()) and err < 1e-5
