@@ -8,20 +8,13 @@ import numpy as np
 import pytest
 
 import tcomp as tc
+from tcomp.testing import algorithms
 from workloads import check_float, check_int8, int_sentinel, matmul_silu_quant, run, run_and_compare, silu64
 
 
 def _llm_layer(M, N, K):
     """DESIGN.md section 1: bf16 inputs, fp32 accumulation, a bf16 rounding point, SiLU, int8."""
-    A = tc.placeholder((M, K), "bfloat16", name="A")
-    W = tc.placeholder((K, N), "bfloat16", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(tc.cast(A[i, k], "float32") * tc.cast(W[k, j], "float32"),
-                                                axis=k), name="C")
-    Cb = tc.compute((M, N), lambda i, j: tc.cast(C[i, j], "bfloat16"), name="Cb")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(Cb[i, j]), name="Y")
-    Q = tc.compute((M, N), lambda i, j: tc.quantize(Y[i, j], 0.05, "int8"), name="Q")
-    return A, W, C, Cb, Y, Q
+    return algorithms.ffn_bf16(M, N, K, 0.05)
 
 
 def test_design_example_schedule(rng):

@@ -16,6 +16,7 @@ import numpy as np
 
 import tcomp as tc
 from tcomp.dtypes import host_dtype
+from tcomp.testing import algorithms
 
 #: value an int8 output holds before the kernel runs; no test's reference produces it
 INT8_SENTINEL = -77
@@ -71,12 +72,7 @@ def quantize_int8_64(x, scale):
 
 def matmul_silu_quant(M=37, N=29, K=19, scale=0.05) -> Workload:
     """Q = quantize(silu(A @ W), scale, int8) with a fixed scale; C and Y are stages of their own."""
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
-    Q = tc.compute((M, N), lambda i, j: tc.quantize(Y[i, j], scale, "int8"), name="Q")
+    A, W, C, Y, Q = algorithms.matmul_silu_quant(M, N, K, scale)
 
     def make(rng):
         return [rng.standard_normal((M, K)).astype("float32"),

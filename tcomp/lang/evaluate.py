@@ -15,7 +15,7 @@ import numpy as np
 from ..dtypes import FP8_E4M3_MAX, INT_RANGE, host_dtype, is_float
 from ..errors import ArgumentError, LanguageError
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Select, Var
-from .tensor import ComputeOp, PlaceholderOp, Reduce, Tensor, TensorRead, placeholders_of, tensor_inputs
+from .tensor import ComputeOp, Reduce, Tensor, TensorRead, placeholders_of, tensor_inputs
 
 #: bound on elements materialized at once while evaluating a reduction
 _CHUNK_ELEMENTS = 1 << 22

@@ -14,8 +14,6 @@ The steps, in order:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from ..errors import ScheduleError
 from ..ir.expr import Load
 from ..ir.stmt import Buffer, Kernel, Program, Store

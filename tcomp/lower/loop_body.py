@@ -38,10 +38,24 @@ class BodyStep:
     why: str = ""  # for a barrier: what it separates
 
 
+def placements(schedule) -> tuple[dict, dict]:
+    """``(attached_at, reverse_at)``: ``(stage, loop var)`` -> the stages computed there
+    with ``compute_at``, and those placed there with ``reverse_compute_at``, in the
+    schedule's stage order."""
+    attached_at: dict = {}
+    reverse_at: dict = {}
+    for st in schedule.stages:
+        key = (st.attach.stage, st.attach.axis)
+        if st.attach.kind == "at":
+            attached_at.setdefault(key, []).append(st)
+        elif st.attach.kind == "reverse_at":
+            reverse_at.setdefault(key, []).append(st)
+    return attached_at, reverse_at
+
+
 def loop_body(stage: Stage, var, layouts: dict, attached_at: dict, reverse_at: dict) -> tuple:
     """The steps of the body of ``stage``'s loop ``var``, in order (module docstring).
-    ``attached_at`` and ``reverse_at`` map ``(stage, var)`` to the stages computed
-    (placed) there."""
+    ``attached_at`` and ``reverse_at`` are :func:`placements`'s."""
     extent = layouts[stage].extents[var]
     fills, staged, shared = [], [], False
     for p in attached_at.get((stage, var), []):

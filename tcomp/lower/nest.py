@@ -18,7 +18,7 @@ from ..lang.tensor import Reduce, TensorRead
 from ..schedule.stage import Stage
 from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers
-from .loop_body import loop_body, loop_kind
+from .loop_body import loop_body, loop_kind, placements
 
 
 class NestBuilder:
@@ -26,14 +26,7 @@ class NestBuilder:
         self.schedule = schedule
         self.layouts = layouts
         self.global_buffers = global_buffers  # tensor -> global Buffer
-        self.attached_at: dict = {}  # (stage, leaf var) -> [stages computed there]
-        self.reverse_at: dict = {}
-        for st in schedule.stages:
-            key = (st.attach.stage, st.attach.axis)
-            if st.attach.kind == "at":
-                self.attached_at.setdefault(key, []).append(st)
-            elif st.attach.kind == "reverse_at":
-                self.reverse_at.setdefault(key, []).append(st)
+        self.attached_at, self.reverse_at = placements(schedule)  # (stage, leaf var) -> [stages]
 
     # ------------------------------------------------------------------ expressions
 

@@ -39,7 +39,7 @@ from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..ir.visitor import free_vars, substitute
 from ..lower import check_schedule
 from ..lower.bounds import BoundInference, storage_scope
-from ..lower.loop_body import loop_body
+from ..lower.loop_body import loop_body, placements
 from .affine import NonAffine, aff, condition
 from .algorithm import isl_name, reads_of, statement_name
 
@@ -143,14 +143,7 @@ class _Builder:
         for st in self.kernel_of:
             bounds.layout(st)
         self.layouts = dict(bounds.layouts)
-        self.attached_at: dict = {}
-        self.reverse_at: dict = {}
-        for st in s.stages:
-            key = (st.attach.stage, st.attach.axis)
-            if st.attach.kind == "at":
-                self.attached_at.setdefault(key, []).append(st)
-            elif st.attach.kind == "reverse_at":
-                self.reverse_at.setdefault(key, []).append(st)
+        self.attached_at, self.reverse_at = placements(s)
         taken: set = set()
         self.dims: dict = {}  # (stage, var) -> isl name
         for st in s.stages:

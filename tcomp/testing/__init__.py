@@ -1,6 +1,7 @@
-"""Testing helpers that ship with tcomp: the schedule fuzzer (:mod:`tcomp.testing.fuzz`)
-and the instruments of Numba's CUDA simulator that make wrong schedules show
-(:mod:`tcomp.testing.simulator_chaos`).
+"""Testing helpers that ship with tcomp: the schedule fuzzer (:mod:`tcomp.testing.fuzz`),
+the instruments of Numba's CUDA simulator that make wrong schedules show
+(:mod:`tcomp.testing.simulator_chaos`) and the algorithms the test suites share
+(:mod:`tcomp.testing.algorithms`).
 
 Nothing here is imported by ``import tcomp``; :mod:`tcomp.testing.fuzz` needs
 ``hypothesis`` (the ``test`` extra).

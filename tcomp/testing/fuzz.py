@@ -50,6 +50,7 @@ from hypothesis import strategies as st
 import tcomp as tc
 from tcomp.dtypes import host_dtype
 from tcomp.errors import TcompError
+from tcomp.testing import algorithms
 from tcomp.testing.simulator_chaos import poison_value, simulator_chaos
 
 #: launches larger than this many threads (grid x block, summed over kernels) are not
@@ -99,12 +100,7 @@ def matmul(M=6, N=5, K=7) -> FuzzWorkload:
 
 def matmul_silu_quant(M=6, N=5, K=7, scale=0.1) -> FuzzWorkload:
     """Q = quantize(silu(A @ W), scale, int8); C and Y are stages of their own."""
-    A = tc.placeholder((M, K), "float32", name="A")
-    W = tc.placeholder((K, N), "float32", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
-    Q = tc.compute((M, N), lambda i, j: tc.quantize(Y[i, j], scale, "int8"), name="Q")
+    A, W, C, Y, Q = algorithms.matmul_silu_quant(M, N, K, scale)
     return FuzzWorkload("matmul_silu_quant", dict(M=M, N=N, K=K), Q, [A, W],
                         lambda rng: [_normal(rng, (M, K)), _normal(rng, (K, N))], K)
 
@@ -146,14 +142,7 @@ def elementwise_chain(M=6, N=7) -> FuzzWorkload:
 
 def ffn_bf16(M=6, N=5, K=7, scale=0.1) -> FuzzWorkload:
     """bfloat16 inputs, a float32 sum, a bfloat16 rounding point, SiLU, int8 quantize."""
-    A = tc.placeholder((M, K), "bfloat16", name="A")
-    W = tc.placeholder((K, N), "bfloat16", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(tc.cast(A[i, k], "float32") * tc.cast(W[k, j], "float32"),
-                                               axis=k), name="C")
-    Cb = tc.compute((M, N), lambda i, j: tc.cast(C[i, j], "bfloat16"), name="Cb")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(Cb[i, j]), name="Y")
-    Q = tc.compute((M, N), lambda i, j: tc.quantize(Y[i, j], scale, "int8"), name="Q")
+    A, W, C, Cb, Y, Q = algorithms.ffn_bf16(M, N, K, scale)
     return FuzzWorkload("ffn_bf16", dict(M=M, N=N, K=K), Q, [A, W],
                         lambda rng: [_normal(rng, (M, K), "bfloat16"), _normal(rng, (K, N), "bfloat16")], K)
 

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 import tcomp as tc
+from tcomp.testing import algorithms
 
 FILE = os.path.basename(__file__)
 
@@ -121,15 +122,7 @@ def chain(M=6, N=8):
 def ffn_bf16(M=8, N=8, K=16, scale=0.02):
     """DESIGN.md's pipeline: C = A @ W in float32 from bf16, Cb = bf16(C), Y = silu(Cb),
     Q = quantize(Y, scale, int8)."""
-    A = tc.placeholder((M, K), "bfloat16", name="A")
-    W = tc.placeholder((K, N), "bfloat16", name="W")
-    k = tc.reduce_axis(K, name="k")
-    C = tc.compute((M, N), lambda i, j: tc.sum(tc.cast(A[i, k], "float32") * tc.cast(W[k, j], "float32"),
-                                               axis=k), name="C")
-    Cb = tc.compute((M, N), lambda i, j: tc.cast(C[i, j], "bfloat16"), name="Cb")
-    Y = tc.compute((M, N), lambda i, j: tc.silu(Cb[i, j]), name="Y")
-    Q = tc.compute((M, N), lambda i, j: tc.quantize(Y[i, j], scale, "int8"), name="Q")
-    return A, W, C, Cb, Y, Q
+    return algorithms.ffn_bf16(M, N, K, scale)
 
 
 # ---------------------------------------------------------------------- illegal: hidden by recomputation
