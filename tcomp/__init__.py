@@ -23,9 +23,10 @@ __all__ = [
 
 from .build import build, lower
 from .check import check
+from .codegen.graph import Graph, graph
 from .schedule import Schedule, Stage, create_schedule
 
-__all__ += ["build", "lower", "check", "Schedule", "Stage", "create_schedule"]
+__all__ += ["build", "lower", "check", "graph", "Graph", "Schedule", "Stage", "create_schedule"]
 
 from . import cost
 from .cost import estimate

@@ -29,14 +29,19 @@ def test_unroll_vectorize_golden():
     """)
 
 
-def test_unrolled_loop_leaves_no_loop_in_the_source():
+def test_unrolled_loop_is_flagged_for_nvvm_in_the_source():
+    """An unrolled loop stays a loop of constant trip count in the source, flagged in
+    UNROLL_LOOPS (one flag per ``for`` statement in source order) for NVVM to unroll;
+    tests/test_nvvm_unroll.py checks that the PTX has no loop left."""
     w = matmul(2, 3, 5)
     C = w["C"]
     s = w.schedule()
     ko, ki = s[C].split(s[C].reduce_axis[0], 2)
     s[C].unroll(ki)
-    src = tc.build(s).source
-    assert "for k_o in" in src and "for k_i in" not in src
+    mod = tc.build(s)
+    assert "for k_o in range(uint32(3)):" in mod.source and "for k_i in range(uint32(2)):" in mod.source
+    # loops i, j, k_o, k_i in source order: only k_i is unrolled
+    assert mod._module.UNROLL_LOOPS == {"k_C": (False, False, False, True)}
 
 
 @pytest.mark.parametrize("kind", ["unroll", "vectorize"])

@@ -3,8 +3,11 @@
 Conventions (see NUMBA_CUDA.md): index arithmetic in unsigned 32-bit integers,
 float literals wrapped in ``float32(...)``, per-thread buffers as
 ``cuda.local.array`` with constant shapes (registers once loops over them are
-unrolled), ``unroll``/``vectorize`` loops unrolled in the source itself, and
-every global buffer passed as a flat 1-D array. 16-bit floats travel as their
+unrolled), and every global buffer passed as a flat 1-D array. ``unroll`` and
+``vectorize`` loops stay ``for`` loops of constant trip count in the source, flagged in
+the module's ``UNROLL_LOOPS`` table (kernel -> one flag per ``for`` statement, in source
+order), and NVVM unrolls them fully (``nvvm_unroll``): unrolling in the Python source
+made basic blocks that numba-cuda's front end takes minutes over. 16-bit floats travel as their
 bit patterns (uint16) in global memory and are float32 in registers.
 
 A ``vectorize`` loop over 2 or 4 lanes whose accesses are consecutive and aligned
@@ -24,6 +27,7 @@ from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, For, Kernel, Program, Seq, Store
 from ..ir.visitor import free_vars, rewrite, substitute, walk
+from . import nvvm_unroll
 
 #: Numba scalar type used for values of each dtype in registers
 REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float32",
@@ -107,7 +111,8 @@ class Namer:
 
 _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32",
              "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu",
-             "_load2", "_load4", "_store2", "_store4", "VECTOR_ALIGNMENT"}
+             "_load2", "_load4", "_store2", "_store4", "VECTOR_ALIGNMENT",
+             "UNROLL_LOOPS"}
 _RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in _NARROW_FLOATS}
 #: dtypes whose buffers may be accessed as vectors (4-byte elements in storage), and the
 #: numbers of lanes that ``vector_access`` provides (64- and 128-bit accesses)
@@ -125,6 +130,7 @@ class KernelWriter:
         self.lane_values: dict = {}  # placeholder Var -> name of a lane of a vector load
         self.vector_alignment: dict = {}  # global buffer name -> bytes its vector accesses need
         self.uses_vector = False
+        self.unroll_flags: list[bool] = []  # per emitted ``for`` statement: NVVM unrolls it
 
     # ------------------------------------------------------------------ expressions
 
@@ -260,10 +266,8 @@ class KernelWriter:
             self.stmt(s.body, depth)
         elif s.kind == "vectorize" and self.vector_loop(s, depth):
             return
-        elif s.kind in ("unroll", "vectorize"):
-            for n in range(s.extent):
-                self.stmt(_substitute_stmt(s.body, s.var, n), depth)
         else:
+            self.unroll_flags.append(s.kind in ("unroll", "vectorize"))
             self.emit(f"for {var} in range(uint32({s.extent})):", depth)
             self.stmt(s.body, depth + 1)
 
@@ -369,27 +373,20 @@ def _fold_indices(e):
     return rewrite(e, lambda n: Load(n.buffer, simplify(n.index)) if isinstance(n, Load) else None)
 
 
-def _substitute_stmt(stmt, var, value: int):
-    replaced = substitute(stmt, {var: IntImm(value)})
-
-    def fold(n):
-        if isinstance(n, Store):
-            from dataclasses import replace
-
-            return replace(n, index=simplify(n.index))
-        if isinstance(n, Load):
-            return Load(n.buffer, simplify(n.index))
-        return None
-
-    return rewrite(replaced, fold)
-
-
 _SILU = '''
 
 @cuda.jit(device=True{inline})
 def _silu(x):
     return x / (float32(1.0) + _exp(-x))
 '''
+
+
+def kernel_signature(kernel: Kernel) -> tuple:
+    """The numba signature of a generated kernel: a 1-D C-contiguous array per parameter,
+    of its buffer's storage type."""
+    from numba import types
+
+    return tuple(getattr(types, STORAGE_TYPE[b.dtype])[::1] for b in kernel.params)
 
 
 def program_source(program: Program, simulator: bool) -> str:
@@ -407,6 +404,8 @@ def program_source(program: Program, simulator: bool) -> str:
         for name, nbytes in w.vector_alignment.items():
             alignment[name] = max(alignment.get(name, 0), nbytes)
     parts.append(f"VECTOR_ALIGNMENT = {dict(sorted(alignment.items()))!r}")
+    unroll = {k.name: tuple(w.unroll_flags) for k, w in zip(program.kernels, writers)}
+    parts.append(f"# unroll pragmas: nvvm_unroll version {nvvm_unroll.REWRITE_VERSION}\nUNROLL_LOOPS = {unroll!r}")
     return "\n".join(parts) + "\n\n" + "\n\n".join(kernels)
 
 

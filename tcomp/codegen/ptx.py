@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CodegenError
-from .cuda_source import STORAGE_TYPE, program_source
+from .cuda_source import kernel_signature, program_source
 from .runtime import import_source
 
 
@@ -35,12 +35,6 @@ class PtxasReport:
         return self.spill_stores > 0 or self.spill_loads > 0
 
 
-def _signature(kernel):
-    from numba import types
-
-    return tuple(getattr(types, STORAGE_TYPE[b.dtype])[::1] for b in kernel.params)
-
-
 def ptx_report(program, ptxas: str | None = None) -> list:
     """Compile each kernel to PTX for sm_90a and run ``ptxas -v`` on it."""
     from numba import cuda
@@ -52,7 +46,7 @@ def ptx_report(program, ptxas: str | None = None) -> list:
     reports = []
     for kernel in program.kernels:
         fn = getattr(module, kernel.name).py_func
-        ptx, _ = cuda.compile_ptx(fn, _signature(kernel), cc=(9, 0, "a"))
+        ptx, _ = cuda.compile_ptx(fn, kernel_signature(kernel), cc=(9, 0, "a"))
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{kernel.name}.ptx"
             path.write_text(ptx)

@@ -19,6 +19,10 @@ import numpy as np
 from ..dtypes import DEVICE_STORAGE, host_dtype
 from ..errors import ArgumentError, CodegenError
 from ..ir.stmt import Program
+from . import nvvm_unroll
+from .cuda_source import kernel_signature
+from .graph import active_capture, graph
+from .launch import DriverKernel, DriverLaunch
 
 
 def simulator_enabled() -> bool:
@@ -51,6 +55,8 @@ def import_source(source: str):
     except Exception as err:  # a bug in the generated code
         del sys.modules[name]
         raise CodegenError(f"generated source {path} failed to import: {err}") from err
+    if not simulator_enabled():
+        nvvm_unroll.register(name, getattr(module, "UNROLL_LOOPS", {}))
     return module, name
 
 
@@ -74,7 +80,15 @@ class Module:
     """A compiled program: call it with the inputs then the outputs, in placeholder order.
 
     Arguments may be numpy arrays (copied to the device and back), numba device arrays
-    or torch CUDA tensors; all of one kind. ``mod.source`` is the generated code.
+    or torch CUDA tensors; device arguments may mix, host and device ones may not.
+    ``mod.source`` is the generated code.
+
+    On a GPU the kernels are compiled when the module is built and launched through the
+    driver (``launch.py``): a call with device arguments checks them (shape, dtype,
+    device, contiguity, alignment, outputs aliasing other arguments), then launches
+    asynchronously, on PyTorch's current stream for torch tensors and on the default
+    stream otherwise; a call with numpy arguments returns when the outputs are copied
+    back. ``mod.graph(*args)`` captures a call into a replayable CUDA graph.
     """
 
     def __init__(self, program: Program, source: str, simulator: bool):
@@ -87,6 +101,12 @@ class Module:
         self.arg_buffers = tuple(program.inputs) + tuple(program.outputs)
         #: global buffer name -> byte alignment its vector loads/stores need
         self.vector_alignment: dict = dict(getattr(self._module, "VECTOR_ALIGNMENT", {}))
+        self._specs = tuple(_ArgSpec(b, self.vector_alignment.get(b.name, 1)) for b in self.arg_buffers)
+        self._outputs = tuple(range(len(program.inputs), len(self.arg_buffers)))
+        self._launch = None if simulator else self._driver_launch()
+        self._device = None if simulator else _numba_device()  # the GPU the kernels are loaded on
+        self._torch_tensor = None
+        self._torch_dtypes: tuple | None = None  # resolved on the first call once torch is imported
 
     @property
     def source_path(self) -> str:
@@ -111,7 +131,7 @@ class Module:
                 raise ArgumentError(f"argument {buf.name}: expected a numpy array, a numba device array or "
                                     f"a torch tensor, got {type(arg).__name__}")
             kinds.add(kind)
-            _check_one(buf, arg, kind)
+            _check_one(buf, arg, kind, None if self.simulator else _numba_device())
             if kind == "numpy" and buf in self.program.outputs and not arg.flags.writeable:
                 raise ArgumentError(f"argument {buf.name}: the output array is read-only; pass a writeable array")
         if "numpy" in kinds and len(kinds) > 1:
@@ -119,10 +139,10 @@ class Module:
             raise ArgumentError(f"arguments mix host (numpy) and device memory: {', '.join(host)} "
                                 "are on the host; pass all as numpy arrays or all on the device")
         _check_aliasing(self.program, args)
-        kind = kinds.pop()
-        if kind != "numpy":  # numpy arguments are copied into fresh, aligned device memory
-            self._check_alignment(args)
-        return kind
+        if "numpy" in kinds:  # numpy arguments are copied into fresh, aligned device memory
+            return "numpy"
+        self._check_alignment(args)
+        return "torch" if "torch" in kinds else "device"
 
     def _check_alignment(self, args) -> None:
         for buf, arg in zip(self.arg_buffers, args):
@@ -134,9 +154,68 @@ class Module:
                     f"which need its data to start on a {need}-byte boundary, but it starts at "
                     f"{address:#x}; pass a fresh copy (tensor.clone() or cuda.to_device(...))")
 
+    def _fast_pointers(self, args):
+        """The device pointers of ``args`` when they pass every check as they are (torch
+        CUDA tensors or numba device arrays of the right shape, dtype and device,
+        contiguous, aligned, no output overlapping another argument); None when some
+        argument needs the full check, which explains what is wrong."""
+        specs = self._specs
+        if len(args) != len(specs):
+            return None
+        torch_dtypes = self._torch_dtypes or self._resolve_torch_dtypes()
+        tensor = self._torch_tensor
+        device = self._device
+        pointers = []
+        for arg, spec, torch_dtype in zip(args, specs, torch_dtypes):
+            kind = type(arg)
+            if kind is tensor:
+                # NOTE: get_device() is -1 for a CPU tensor, so it also checks is_cuda
+                if (arg.dtype is not torch_dtype or arg.shape != spec.shape or arg.get_device() != device
+                        or not arg.is_contiguous()):
+                    return None
+                pointer = arg.data_ptr()
+            elif kind is _DeviceNDArray:
+                if arg.shape != spec.shape or arg.dtype != spec.storage or not arg.is_c_contiguous():
+                    return None
+                pointer = arg.device_ctypes_pointer.value or 0
+            else:
+                return None
+            if pointer % spec.alignment:
+                return None
+            pointers.append(pointer)
+        for o in self._outputs:
+            low, high = pointers[o], pointers[o] + specs[o].nbytes
+            for i, pointer in enumerate(pointers):
+                if i != o and pointer < high and low < pointer + specs[i].nbytes:
+                    return None
+        return pointers
+
+    def _resolve_torch_dtypes(self) -> tuple:
+        """The torch dtype of each argument, once torch has been imported (by the user)."""
+        torch = sys.modules.get("torch")
+        if torch is None:
+            return (None,) * len(self._specs)
+        self._torch_tensor = torch.Tensor
+        self._torch_dtypes = tuple(_torch_dtype(s.buffer.dtype, torch) for s in self._specs)
+        return self._torch_dtypes
+
     # ------------------------------------------------------------------ launch
 
     def __call__(self, *args, **kwargs):
+        if self._launch is not None and not kwargs:
+            pointers = self._fast_pointers(args)
+            if pointers is not None:
+                capture = active_capture()
+                if capture is not None:
+                    capture.keepalive.append(args)
+                    capture.launches += 1
+                self._launch(pointers, _torch_stream(args, self._device))
+                return
+        self._call_checked(args, kwargs)
+
+    def _call_checked(self, args, kwargs) -> None:
+        """A call that runs every argument check first (and so explains a bad argument):
+        numpy arguments, the simulator, and arguments the fast path does not take."""
         from numba import cuda
 
         if kwargs:
@@ -144,22 +223,65 @@ class Module:
             raise ArgumentError(f"the module takes its arguments by position ({names}), "
                                 f"not by keyword ({', '.join(kwargs)})")
         kind = self._check(args)
+        capture = active_capture()
+        if capture is not None and kind == "numpy":
+            raise ArgumentError("a graph capture needs device arguments (torch CUDA tensors or numba device "
+                                "arrays): numpy arguments are copied for each call, which a replay cannot repeat")
         if kind == "numpy":
             device = [cuda.to_device(_storage_view(np.ascontiguousarray(a)).reshape(-1)) for a in args]
         else:
             device = [_device_flat(a, kind) for a in args]
-        buffers = dict(zip(self.arg_buffers, device))
-        buffers.update(self._intermediate_arrays())
-        for kernel, fn in zip(self.program.kernels, self._kernels):
-            params = [buffers[b] for b in kernel.params]
-            fn[kernel.grid, kernel.block](*params)
+        if capture is not None:
+            capture.keepalive.append(args)
+            capture.launches += 1
+        if self._launch is not None:
+            pointers = [_device_address(d) or 0 for d in device]
+            self._launch(pointers, _torch_stream(args, self._device) if kind == "torch" else 0)
+        else:
+            self._simulate(device, capture)
         if kind == "numpy":
             n_in = len(self.program.inputs)
             for arr, dev in zip(args[n_in:], device[n_in:]):
                 out = dev.copy_to_host()
                 arr.reshape(-1).view(out.dtype)[:] = out
-        elif not self.simulator:
-            cuda.synchronize() if kind == "device" else None
+
+    def _simulate(self, device, capture) -> None:
+        """Run the kernels in Numba's CUDA simulator (or record them in a capture)."""
+        buffers = dict(zip(self.arg_buffers, device))
+        buffers.update(self._intermediate_arrays())
+        launches = []
+        for kernel, fn in zip(self.program.kernels, self._kernels):
+            params = [buffers[b] for b in kernel.params]
+            launches.append(lambda fn=fn, kernel=kernel, params=params: fn[kernel.grid, kernel.block](*params))
+        if capture is not None:
+            capture.simulated.extend(launches)
+            return
+        for launch in launches:
+            launch()
+
+    def graph(self, *args):
+        """Capture this call into a :class:`tcomp.codegen.graph.Graph`; ``replay()`` runs it
+        again on the same buffers (see ``tc.graph``)."""
+        return graph(lambda: self(*args))
+
+    # ------------------------------------------------------------------ build
+
+    def _driver_launch(self):
+        """Compile every kernel for its signature now and pack its parameters."""
+        global _DeviceNDArray
+        from numba.cuda.cudadrv.devicearray import DeviceNDArray
+
+        _DeviceNDArray = DeviceNDArray
+        kernels, slots = [], {}
+        for kernel, fn in zip(self.program.kernels, self._kernels):
+            sizes = [(b.size, _storage_dtype(b.dtype).itemsize) for b in kernel.params]
+            driver_kernel = DriverKernel(fn, kernel_signature(kernel), kernel.grid, kernel.block, sizes)
+            kernels.append(driver_kernel)
+            for b, slot in zip(kernel.params, driver_kernel.data_slots):
+                slots.setdefault(b, []).append(slot)
+        fixed = [(slot, _device_address(array)) for b, array in self._intermediate_arrays().items()
+                 for slot in slots.get(b, [])]
+        return DriverLaunch(kernels, [slots.get(b, []) for b in self.arg_buffers], fixed)
 
     def _intermediate_arrays(self) -> dict:
         from numba import cuda
@@ -167,9 +289,44 @@ class Module:
         if self._intermediates is None:
             self._intermediates = {}
             for b in self.program.intermediates:
-                dt = DEVICE_STORAGE.get(b.dtype, host_dtype(b.dtype))
-                self._intermediates[b] = cuda.device_array(b.size, dtype=dt)
+                self._intermediates[b] = cuda.device_array(b.size, dtype=_storage_dtype(b.dtype))
         return self._intermediates
+
+
+#: numba's device array class, set when the first module is built for a GPU
+_DeviceNDArray = None
+
+
+class _ArgSpec:
+    """What a module argument must be, computed once at build."""
+
+    def __init__(self, buf, alignment: int):
+        self.buffer = buf
+        self.shape = tuple(buf.shape)
+        self.storage = _storage_dtype(buf.dtype)
+        self.nbytes = buf.size * self.storage.itemsize
+        self.alignment = max(1, alignment)
+
+
+def _storage_dtype(dtype: str) -> np.dtype:
+    return np.dtype(DEVICE_STORAGE.get(dtype, host_dtype(dtype)))
+
+
+def _numba_device() -> int:
+    from numba import cuda
+
+    return cuda.get_current_device().id
+
+
+def _torch_stream(args, device: int) -> int:
+    """PyTorch's current stream on ``device`` when torch is in use, else 0."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(device)
+    return torch.cuda.current_stream(device).cuda_stream
 
 
 def _storage_view(a: np.ndarray) -> np.ndarray:
@@ -181,7 +338,7 @@ def _storage_view(a: np.ndarray) -> np.ndarray:
     return a
 
 
-def _check_one(buf, arg, kind: str) -> None:
+def _check_one(buf, arg, kind: str, device: int | None) -> None:
     shape = tuple(arg.shape)
     if shape != tuple(buf.shape):
         raise ArgumentError(f"argument {buf.name}: expected shape {tuple(buf.shape)}, got {shape}")
@@ -191,6 +348,9 @@ def _check_one(buf, arg, kind: str) -> None:
         if not arg.is_cuda:
             raise ArgumentError(f"argument {buf.name}: the torch tensor is on {arg.device}; "
                                 "pass CUDA tensors (or numpy arrays for host memory)")
+        if device is not None and arg.get_device() != device:
+            raise ArgumentError(f"argument {buf.name}: the torch tensor is on {arg.device}, but the module "
+                                f"was built on cuda:{device}; pass tensors on cuda:{device}")
         want = _torch_dtype(buf.dtype, torch)
         if arg.dtype != want:
             raise ArgumentError(f"argument {buf.name}: expected dtype {want}, got {arg.dtype}")
@@ -245,6 +405,8 @@ def _check_aliasing(program, args) -> None:
 
 
 def _device_address(arg) -> int | None:
+    if _is_torch(arg):
+        return arg.data_ptr()
     try:
         return int(arg.__cuda_array_interface__["data"][0])
     except (AttributeError, KeyError, TypeError):

@@ -1,0 +1,113 @@
+"""Kernel launches through the CUDA driver, a few microseconds of host time each.
+
+Numba's dispatcher spends 20-80 µs of host time on a launch (it matches the argument
+types against its overloads and converts each array into the kernel's parameters every
+time). A tcomp module knows its kernels' signatures at build time, so it compiles each
+kernel once for that signature, keeps the driver's handle of the compiled function and
+packs the kernel's parameter block once (``ctypes``): a call then writes the data
+pointers into their slots and calls ``cuLaunchKernel``.
+
+A numba kernel takes a 1-D C-contiguous array as seven parameters: meminfo and parent
+(null on the device), the element count, the item size, the data pointer, the shape and
+the stride in bytes. Everything but the data pointer is fixed by the buffer's size and
+dtype, known at build.
+
+Launches go to a stream the caller names (0: the legacy default stream, which numba and
+PyTorch's default stream share) and are asynchronous, as numba's and PyTorch's are.
+While a :func:`tcomp.graph` capture is active they go to its capture stream instead.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+
+from ..errors import CodegenError
+from .graph import capture_stream
+
+#: parameters of a numba 1-D array argument; the data pointer is the fifth
+_ARRAY_PARAMS = 7
+_DATA_SLOT = 4
+
+
+def _driver():
+    from cuda.bindings import driver
+
+    return driver
+
+
+def _check(result, what: str):
+    """The values of a ``cuda.bindings`` call, or a CodegenError naming the call."""
+    err, *values = result
+    if int(err) != 0:
+        drv = _driver()
+        _, name = drv.cuGetErrorName(err)
+        raise CodegenError(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
+    return values[0] if len(values) == 1 else values
+
+
+def _function_handle(dispatcher, signature):
+    """Compile ``dispatcher`` for ``signature`` and return the driver's function handle."""
+    drv = _driver()
+    dispatcher.compile(signature)
+    kernel = dispatcher.overloads[tuple(signature)]
+    handle = kernel._codelibrary.get_cufunc().handle
+    value = handle.value if hasattr(handle, "value") else handle
+    return drv.CUfunction(int(value))
+
+
+class DriverKernel:
+    """One compiled kernel with its launch shape and its packed parameter block."""
+
+    def __init__(self, dispatcher, signature, grid, block, param_sizes):
+        """``param_sizes``: (element count, item size) of each array parameter, in order."""
+        self.function = _function_handle(dispatcher, signature)
+        self.grid, self.block = tuple(grid), tuple(block)
+        self._values = []
+        self.data_slots = []  # one c_void_p per parameter, holding its data pointer
+        for count, itemsize in param_sizes:
+            values = [ctypes.c_void_p(0), ctypes.c_void_p(0), ctypes.c_int64(count), ctypes.c_int64(itemsize),
+                      ctypes.c_void_p(0), ctypes.c_int64(count), ctypes.c_int64(itemsize)]
+            self._values += values
+            self.data_slots.append(values[_DATA_SLOT])
+        self._params = (ctypes.c_void_p * len(self._values))(*[ctypes.addressof(v) for v in self._values])
+        self.params_address = ctypes.addressof(self._params)
+        #: cuLaunchKernel's arguments before the stream: function, grid, block, dynamic shared bytes
+        self.launch_head = (self.function, *self.grid, *self.block, 0)
+
+    def launch(self, stream) -> None:
+        err, = _driver().cuLaunchKernel(*self.launch_head, stream, self.params_address, 0)
+        if err:
+            _check((err,), f"cuLaunchKernel (grid {self.grid}, block {self.block})")
+
+
+class DriverLaunch:
+    """The kernels of one module launched in order, their parameters sharing slots: a
+    buffer's pointer is written once per call into every kernel that takes it."""
+
+    def __init__(self, kernels, slots_of_argument, fixed_pointers):
+        """``kernels``: DriverKernel list; ``slots_of_argument``: per module argument, the
+        data slots it fills; ``fixed_pointers``: (slot, pointer) of the intermediates."""
+        self.kernels = kernels
+        self.slots_of_argument = slots_of_argument
+        for slot, pointer in fixed_pointers:
+            slot.value = pointer
+        self._lock = threading.Lock()
+        self._launches = tuple((k.launch_head, k.params_address, k) for k in kernels)
+        self._launch_kernel = _driver().cuLaunchKernel
+
+    def __call__(self, pointers, stream) -> None:
+        captured = capture_stream()
+        if captured is not None:
+            stream = captured
+        launch_kernel = self._launch_kernel
+        # NOTE: the lock keeps two threads from interleaving their pointers in the shared
+        # parameter blocks; cuLaunchKernel copies the block before it returns.
+        with self._lock:
+            for slots, pointer in zip(self.slots_of_argument, pointers):
+                for slot in slots:
+                    slot.value = pointer
+            for head, params, kernel in self._launches:
+                err, = launch_kernel(*head, stream, params, 0)
+                if err:
+                    _check((err,), f"cuLaunchKernel (grid {kernel.grid}, block {kernel.block})")
