@@ -54,13 +54,13 @@ def check_resources(program: Program) -> None:
                 if n > limit:
                     raise ScheduleError(f"kernel {k.name} needs {what}.{axis} = {n} (grid {k.grid}, block "
                                         f"{k.block}); the limit of {what}.{axis} is {limit}")
-        local = sum(n.buffer.size * max(4, itemsize(n.buffer.dtype)) for n in walk(k.body)
-                    if isinstance(n, Allocate) and n.buffer.scope == "local")
+        # NOTE: a partitioned loop holds its buffers' Allocate once per part: count buffers once
+        allocated = {n.buffer for n in walk(k.body) if isinstance(n, Allocate)}
+        local = sum(b.size * max(4, itemsize(b.dtype)) for b in allocated if b.scope == "local")
         if local > MAX_LOCAL_BYTES_PER_THREAD:
             raise ScheduleError(f"kernel {k.name} needs {local} bytes of local memory per thread; "
                                 f"the limit is {MAX_LOCAL_BYTES_PER_THREAD} bytes")
-        shared = sum(n.buffer.size * max(4, itemsize(n.buffer.dtype)) for n in walk(k.body)
-                     if isinstance(n, Allocate) and n.buffer.scope == "shared")
+        shared = sum(b.size * max(4, itemsize(b.dtype)) for b in allocated if b.scope == "shared")
         if shared > MAX_STATIC_SHARED_BYTES:
             raise ScheduleError(f"kernel {k.name} needs {shared} bytes of shared memory per block; "
                                 f"the limit is {MAX_STATIC_SHARED_BYTES} bytes")

@@ -20,16 +20,39 @@ def test_reverse_compute_at_golden():
     assert_ir(s, """
         B = alloc global float32[5x6]
         kernel k_B(X, Z, O, B)  # grid=(1, 1, 1) block=(1, 1, 1)
-          for i_o in range(2):
-            for j_o in range(2):
+          for i_o in range(1):
+            for j_o in range(1):
               for i_i in range(4):
                 for j_i in range(4):
-                  if i_o * 4 + i_i < 5 and j_o * 4 + j_i < 6:
-                    B[i_o * 24 + i_i * 6 + j_o * 4 + j_i] = X[i_o * 24 + i_i * 6 + j_o * 4 + j_i] * 2.0 + Z[i_o * 24 + i_i * 6 + j_o * 4 + j_i]
+                  B[i_o * 24 + i_i * 6 + j_o * 4 + j_i] = X[i_o * 24 + i_i * 6 + j_o * 4 + j_i] * 2.0 + Z[i_o * 24 + i_i * 6 + j_o * 4 + j_i]
               for i in range(4):
                 for j in range(4):
-                  if i_o * 4 + i < 5 and j_o * 4 + j < 6:
-                    O[i_o * 24 + i * 6 + j_o * 4 + j] = silu(B[i_o * 24 + i * 6 + j_o * 4 + j]) * 0.5 - Z[i_o * 24 + i * 6 + j_o * 4 + j]
+                  O[i_o * 24 + i * 6 + j_o * 4 + j] = silu(B[i_o * 24 + i * 6 + j_o * 4 + j]) * 0.5 - Z[i_o * 24 + i * 6 + j_o * 4 + j]
+            for i_i in range(4):
+              for j_i in range(4):
+                if j_i + 4 < 6:
+                  B[i_o * 24 + i_i * 6 + j_i + 4] = X[i_o * 24 + i_i * 6 + j_i + 4] * 2.0 + Z[i_o * 24 + i_i * 6 + j_i + 4]
+            for i in range(4):
+              for j in range(4):
+                if j + 4 < 6:
+                  O[i_o * 24 + i * 6 + j + 4] = silu(B[i_o * 24 + i * 6 + j + 4]) * 0.5 - Z[i_o * 24 + i * 6 + j + 4]
+          for j_o in range(1):
+            for i_i in range(4):
+              for j_i in range(4):
+                if i_i + 4 < 5:
+                  B[i_i * 6 + j_o * 4 + j_i + 24] = X[i_i * 6 + j_o * 4 + j_i + 24] * 2.0 + Z[i_i * 6 + j_o * 4 + j_i + 24]
+            for i in range(4):
+              for j in range(4):
+                if i + 4 < 5:
+                  O[i * 6 + j_o * 4 + j + 24] = silu(B[i * 6 + j_o * 4 + j + 24]) * 0.5 - Z[i * 6 + j_o * 4 + j + 24]
+          for i_i in range(4):
+            for j_i in range(4):
+              if i_i + 4 < 5 and j_i + 4 < 6:
+                B[i_i * 6 + j_i + 28] = X[i_i * 6 + j_i + 28] * 2.0 + Z[i_i * 6 + j_i + 28]
+          for i in range(4):
+            for j in range(4):
+              if i + 4 < 5 and j + 4 < 6:
+                O[i * 6 + j + 28] = silu(B[i * 6 + j + 28]) * 0.5 - Z[i * 6 + j + 28]
     """)
 
 

@@ -27,10 +27,12 @@ def test_split_golden_with_tail_guard():
     s[O].split(s[O].axis[0], 4)
     assert_ir(s, """
         kernel k_O(X, O)  # grid=(1, 1, 1) block=(1, 1, 1)
-          for i_o in range(3):
+          for i_o in range(2):
             for i_i in range(4):
-              if i_o * 4 + i_i < 10:
-                O[i_o * 4 + i_i] = X[i_o * 4 + i_i] * 2.0 + 1.0
+              O[i_o * 4 + i_i] = X[i_o * 4 + i_i] * 2.0 + 1.0
+          for i_i in range(4):
+            if i_i + 8 < 10:
+              O[i_i + 8] = X[i_i + 8] * 2.0 + 1.0
     """)
 
 
@@ -56,10 +58,12 @@ def test_split_of_a_reduction_golden():
           for i in range(2):
             for j in range(3):
               C[i * 3 + j] = 0.0
-              for k_o in range(3):
+              for k_o in range(2):
                 for k_i in range(2):
-                  if k_o * 2 + k_i < 5:
-                    C[i * 3 + j] = C[i * 3 + j] + A[i * 5 + k_o * 2 + k_i] * W[k_o * 6 + k_i * 3 + j]
+                  C[i * 3 + j] = C[i * 3 + j] + A[i * 5 + k_o * 2 + k_i] * W[k_o * 6 + k_i * 3 + j]
+              for k_i in range(2):
+                if k_i + 4 < 5:
+                  C[i * 3 + j] = C[i * 3 + j] + A[i * 5 + k_i + 4] * W[k_i * 3 + j + 12]
     """)
 
 

@@ -35,12 +35,24 @@ def test_tile_golden():
     s[O].tile(i, j, 4, 4)
     assert_ir(s, """
         kernel k_O(X, Z, O)  # grid=(1, 1, 1) block=(1, 1, 1)
-          for i_o in range(2):
-            for j_o in range(2):
+          for i_o in range(1):
+            for j_o in range(1):
               for i_i in range(4):
                 for j_i in range(4):
-                  if i_o * 4 + i_i < 5 and j_o * 4 + j_i < 6:
-                    O[i_o * 24 + i_i * 6 + j_o * 4 + j_i] = silu(X[i_o * 24 + i_i * 6 + j_o * 4 + j_i] * 2.0 + Z[i_o * 24 + i_i * 6 + j_o * 4 + j_i]) * 0.5 - Z[i_o * 24 + i_i * 6 + j_o * 4 + j_i]
+                  O[i_o * 24 + i_i * 6 + j_o * 4 + j_i] = silu(X[i_o * 24 + i_i * 6 + j_o * 4 + j_i] * 2.0 + Z[i_o * 24 + i_i * 6 + j_o * 4 + j_i]) * 0.5 - Z[i_o * 24 + i_i * 6 + j_o * 4 + j_i]
+            for i_i in range(4):
+              for j_i in range(4):
+                if j_i + 4 < 6:
+                  O[i_o * 24 + i_i * 6 + j_i + 4] = silu(X[i_o * 24 + i_i * 6 + j_i + 4] * 2.0 + Z[i_o * 24 + i_i * 6 + j_i + 4]) * 0.5 - Z[i_o * 24 + i_i * 6 + j_i + 4]
+          for j_o in range(1):
+            for i_i in range(4):
+              for j_i in range(4):
+                if i_i + 4 < 5:
+                  O[i_i * 6 + j_o * 4 + j_i + 24] = silu(X[i_i * 6 + j_o * 4 + j_i + 24] * 2.0 + Z[i_i * 6 + j_o * 4 + j_i + 24]) * 0.5 - Z[i_i * 6 + j_o * 4 + j_i + 24]
+          for i_i in range(4):
+            for j_i in range(4):
+              if i_i + 4 < 5 and j_i + 4 < 6:
+                O[i_i * 6 + j_i + 28] = silu(X[i_i * 6 + j_i + 28] * 2.0 + Z[i_i * 6 + j_i + 28]) * 0.5 - Z[i_i * 6 + j_i + 28]
     """)
 
 

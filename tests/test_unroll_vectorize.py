@@ -22,10 +22,12 @@ def test_unroll_vectorize_golden():
           for i in range(2):
             for j in range(3):  # vectorize
               C[i * 3 + j] = 0.0
-              for k_o in range(3):
+              for k_o in range(2):
                 for k_i in range(2):  # unroll
-                  if k_o * 2 + k_i < 5:
-                    C[i * 3 + j] = C[i * 3 + j] + A[i * 5 + k_o * 2 + k_i] * W[k_o * 6 + k_i * 3 + j]
+                  C[i * 3 + j] = C[i * 3 + j] + A[i * 5 + k_o * 2 + k_i] * W[k_o * 6 + k_i * 3 + j]
+              for k_i in range(2):  # unroll
+                if k_i + 4 < 5:
+                  C[i * 3 + j] = C[i * 3 + j] + A[i * 5 + k_i + 4] * W[k_i * 3 + j + 12]
     """)
 
 
@@ -33,7 +35,7 @@ def test_unrolled_loop_is_flagged_for_nvvm_in_the_source():
     """An unrolled loop stays a loop of constant trip count in the source, flagged in
     UNROLL_LOOPS (one flag per ``for`` statement in source order) for NVVM to unroll;
     tests/test_nvvm_unroll.py checks that the PTX has no loop left."""
-    w = matmul(2, 3, 5)
+    w = matmul(2, 3, 6)
     C = w["C"]
     s = w.schedule()
     ko, ki = s[C].split(s[C].reduce_axis[0], 2)

@@ -355,8 +355,10 @@ class KernelWriter:
         k = self.kernel
         params = [self.name(b, b.name) for b in k.params]
         body_lines_start = len(self.lines)
+        declared = set()  # NOTE: a partitioned loop holds its buffers' Allocate once per part
         for node in walk(k.body):
-            if isinstance(node, Allocate):
+            if isinstance(node, Allocate) and node.buffer not in declared:
+                declared.add(node.buffer)
                 b = node.buffer
                 kind = "shared" if b.scope == "shared" else "local"
                 align = ", alignment=16" if b.scope == "shared" and not self.simulator else ""

@@ -239,6 +239,7 @@ class _KernelWalk:
         self.has_barrier = False
         self.notes: list = []
         self._lanes_cache: dict = {}
+        self._allocated: set = set()
         self._index_stmt(kernel.body)
 
     # -------------------------------------------------------------- preliminary facts
@@ -315,10 +316,12 @@ class _KernelWalk:
                 self._stmt(x, loops)
         elif isinstance(s, Allocate):
             b = s.buffer
-            if b.scope == "shared":
-                self.smem += b.size * itemsize(b.dtype)
-            elif b.scope == "local":
-                self.local_regs += b.size * max(1, -(-itemsize(b.dtype) // 4))
+            if b not in self._allocated:  # NOTE: a partitioned loop allocates once per part
+                self._allocated.add(b)
+                if b.scope == "shared":
+                    self.smem += b.size * itemsize(b.dtype)
+                elif b.scope == "local":
+                    self.local_regs += b.size * max(1, -(-itemsize(b.dtype) // 4))
             self._stmt(s.body, loops)
         elif isinstance(s, Store):
             self._store(s, loops)

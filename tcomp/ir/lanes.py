@@ -49,6 +49,9 @@ def modular_set(e: Expr) -> tuple[int, int]:
                 return coeff, ra % coeff
             if ca % rb == 0 and ra % rb == 0:
                 return ca // rb, (ra // rb) % (ca // rb)
+        if e.op in ("min", "max"):  # one of the two values: both residues must agree
+            coeff = gcd(gcd(ca, cb), abs(ra - rb))
+            return coeff, (ra % coeff if coeff else ra)
     return 1, 0
 
 

@@ -7,7 +7,8 @@ The steps, in order:
 3. ``NestBuilder``      one kernel per root stage, everything placed inside it (the
                         order within a loop body: ``loop_body``, which the
                         polyhedral model shares)
-4. ``KERNEL_PASSES``    launch sizes, guards for bound loops, index simplification
+4. ``KERNEL_PASSES``    launch sizes, guards for bound loops, loop partitioning at
+                        guards (``partition``), index simplification
 
 ``lower(s, trace=print)`` prints the IR after every step.
 """
@@ -59,8 +60,10 @@ def check_schedule(s) -> dict:
     return kernel_of
 
 
-def lower(s, trace=None) -> Program:
-    """The loop-nest IR of a schedule; ``print(tc.lower(s))`` shows it."""
+def lower(s, trace=None, passes=KERNEL_PASSES) -> Program:
+    """The loop-nest IR of a schedule; ``print(tc.lower(s))`` shows it. ``passes``: the
+    kernel passes to run (``()`` gives the nests as built, which the polyhedral model
+    mirrors)."""
     kernel_of = check_schedule(s)
     bounds = BoundInference(s)
     for st in kernel_of:
@@ -80,7 +83,7 @@ def lower(s, trace=None) -> Program:
         kernel = Kernel(f"k_{st.name}", _params(body, inputs + outputs), body)
         if trace:
             trace(f"# after building the nest of {st.name}\n{kernel}")
-        for name, fn in KERNEL_PASSES:
+        for name, fn in passes:
             kernel = fn(kernel)
             if trace:
                 trace(f"# after {name}\n{kernel}")

@@ -7,6 +7,17 @@ Loops bound to threads stay fixed for local storage and are relaxed (range
 fully) for shared storage, since one shared buffer serves every thread of the
 block. For a stage placed with ``reverse_compute_at``, the region is what the
 producer has completed in one iteration of its loop.
+
+Boundary tiles are shifted inwards (Halide's ``ShiftInwards``): when a kernel's root stage
+splits a spatial axis of extent E by a factor F that does not divide it and binds the
+outer loop to a block index, the block's tile starts at ``min(outer * F, E - F)`` instead
+of ``outer * F``. The last block then overlaps its neighbour instead of running past the
+edge, every block computes a whole tile, and no load or store needs the tail's guard.
+This is done only where computing an element twice is harmless: the root stage is not a
+reduction (which would accumulate twice into global memory) and every other stage of the
+kernel keeps its values in shared or local memory, or (placed with
+``reverse_compute_at``) stores them to global memory without a reduction, so that two
+blocks that compute the same element store the same value there.
 """
 
 from __future__ import annotations
@@ -80,9 +91,10 @@ class BoundInference:
             ranges = self._ranges_reverse_at(stage)
         else:
             raise LoweringError(f"stage {stage.name} is inlined and has no loops")
-        extents, values = _leaf_structure(stage, ranges)
+        inward = self._inward_splits(stage) if kind == "root" else frozenset()
+        extents, values = _leaf_structure(stage, ranges, inward)
         self.var_extents.update(extents)
-        predicates = self._predicates(stage, ranges, extents, values)
+        predicates = self._predicates(stage, ranges, extents, values, inward)
         scope = storage_scope(stage)
         if scope == "global":
             buffer = Buffer(stage.name, stage.tensor.dtype, stage.tensor.shape, "global")
@@ -91,10 +103,28 @@ class BoundInference:
             buffer = Buffer(stage.name, stage.tensor.dtype, shape, scope)
         return StageLayout(stage, self.bodies[stage], ranges, extents, values, predicates, buffer, scope)
 
-    def _predicates(self, stage, ranges, extents, values) -> tuple:
+    def _inward_splits(self, root: Stage) -> frozenset:
+        """The splits of kernel root ``root`` whose boundary tile is shifted inwards (see
+        the module docstring), or none where recomputing an element is not harmless."""
+        if root.reduce_axes:
+            return frozenset()
+        for st in self.schedule.stages:
+            if st is root or st.attach.kind == "inline" or _kernel_root(st) is not root:
+                continue
+            if st.attach.kind == "at" and storage_scope(st) in ("local", "shared"):
+                continue
+            if st.attach.kind == "reverse_at" and not st.reduce_axes:
+                continue
+            return frozenset()
+        return frozenset(rel for rel in root.relations
+                         if isinstance(rel, Split) and rel.parent in root.root_axes
+                         and root.bindings.get(rel.outer) in BLOCK_TAGS
+                         and rel.parent.extent > rel.factor and rel.parent.extent % rel.factor)
+
+    def _predicates(self, stage, ranges, extents, values, inward=frozenset()) -> tuple:
         preds = []
         # tails of splits whose factor does not divide the extent
-        loop_values = _loop_values(stage, extents)
+        loop_values = _loop_values(stage, extents, inward)
         for rel in stage.relations:
             if isinstance(rel, Split) and rel.parent not in stage.root_axes:
                 parent_extent = _relation_extent(stage, rel.parent, ranges, extents)
@@ -241,8 +271,18 @@ def _relation_extent(stage, var, ranges, extents) -> int:
     return extents[var]
 
 
-def _leaf_structure(stage: Stage, ranges: dict):
-    """Extents of every loop var, and each root axis as an expression of the leaf vars."""
+def _kernel_root(stage: Stage) -> Stage:
+    """The root-attached stage whose kernel ``stage`` is computed in."""
+    seen = set()
+    while stage.attach.kind in ("at", "reverse_at") and stage not in seen:
+        seen.add(stage)
+        stage = stage.attach.stage
+    return stage
+
+
+def _leaf_structure(stage: Stage, ranges: dict, inward=frozenset()):
+    """Extents of every loop var, and each root axis as an expression of the leaf vars;
+    the splits in ``inward`` have their last tile shifted inwards."""
     extents = {ax: ranges[ax].extent for ax in stage.root_axes + stage.reduce_axes}
     for rel in stage.relations:
         if isinstance(rel, Split):
@@ -251,7 +291,7 @@ def _leaf_structure(stage: Stage, ranges: dict):
             extents[rel.inner] = min(rel.factor, e)
         else:
             extents[rel.fused] = extents[rel.outer] * extents[rel.inner]
-    values = _loop_values(stage, extents)
+    values = _loop_values(stage, extents, inward)
     absolute = {}
     for ax in stage.root_axes + stage.reduce_axes:
         region, offset = ranges[ax], values[ax]
@@ -261,14 +301,17 @@ def _leaf_structure(stage: Stage, ranges: dict):
     return extents, absolute
 
 
-def _loop_values(stage: Stage, extents: dict) -> dict:
+def _loop_values(stage: Stage, extents: dict, inward=frozenset()) -> dict:
     """Each var of the stage (root or intermediate) as an expression of the leaf vars,
-    relative to the start of the stage's region."""
+    relative to the start of the stage's region. A split in ``inward`` starts its tiles
+    at ``min(outer * factor, extent - factor)``."""
     values: dict = {v: v for v in stage.leaf_vars}
     for rel in reversed(stage.relations):
         if isinstance(rel, Split):
-            values[rel.parent] = simplify(binary("+", binary("*", values[rel.outer], rel.factor),
-                                                 values[rel.inner]))
+            start = binary("*", values[rel.outer], rel.factor)
+            if rel in inward:
+                start = binary("min", start, extents[rel.parent] - rel.factor)
+            values[rel.parent] = simplify(binary("+", start, values[rel.inner]))
         else:
             fused = values[rel.fused]
             values[rel.outer] = simplify(binary("//", fused, extents[rel.inner]))

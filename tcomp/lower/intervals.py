@@ -189,6 +189,12 @@ def value_range(e: Expr, extents: dict) -> tuple | None:
                 return None
             d = atom.b.value
             a_lo, a_hi = (inner[0] // d, inner[1] // d) if atom.op == "//" else (0, min(d - 1, inner[1]))
+        elif isinstance(atom, Binary) and atom.op in ("min", "max"):
+            ra, rb = value_range(atom.a, extents), value_range(atom.b, extents)
+            if ra is None or rb is None:
+                return None
+            pick = min if atom.op == "min" else max
+            a_lo, a_hi = pick(ra[0], rb[0]), pick(ra[1], rb[1])
         else:
             return None
         lo += min(coef * a_lo, coef * a_hi)

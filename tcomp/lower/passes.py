@@ -8,6 +8,7 @@ from ..ir.expr import And, Load, Var, compare, logical_and
 from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, For, Kernel, Store
 from ..ir.visitor import free_vars, map_children, rewrite, walk
+from .partition import partition_loops
 
 
 def infer_launch(kernel: Kernel) -> Kernel:
@@ -102,5 +103,6 @@ def simplify_pred(p):
 KERNEL_PASSES = (
     ("infer_launch", infer_launch),
     ("guard_bound_loops", guard_bound_loops),
+    ("partition_loops", partition_loops),
     ("simplify_indices", simplify_indices),
 )
