@@ -230,7 +230,7 @@ def cmd_demo(args) -> int:
     _section("loop nest (tc.lower)")
     print(tc.lower(s), flush=True)
 
-    with progress.step("building: legality check, lowering, code generation, import"):
+    with progress.step("building: legality check, lowering, code generation, compile"):
         mod = tc.build(s)
 
     _section("generated source (mod.source)")
@@ -246,7 +246,7 @@ def cmd_demo(args) -> int:
         seconds = threads / SIM_THREADS_PER_SECOND
         note = f"{threads} threads, " + (f"about {seconds:.0f} s" if seconds >= 1 else "under a second")
     else:
-        note = "the first call compiles the kernels"
+        note = "one call"
     with progress.step(f"running on {where_run} ({note})"):
         mod(*feeds.values(), *results)
     with progress.step("computing the reference with tc.evaluate (numpy)"):
@@ -330,7 +330,7 @@ def cmd_bench(args) -> int:
     print(f"workload: {args.file}\nshape:    {_fmt_shape(shape)}\nschedule: {where}\n"
           f"device:   {gpu.name.decode() if isinstance(gpu.name, bytes) else gpu.name}", flush=True)
 
-    with progress.step("building: legality check, lowering, code generation, import"):
+    with progress.step("building: legality check, lowering, code generation, compile") as built:
         mod = tc.build(s)
     feeds = random_inputs(s, seed=args.seed)
 
@@ -342,7 +342,7 @@ def cmd_bench(args) -> int:
     d_out = [cuda.device_array(t.shape, dtype=DEVICE_STORAGE.get(t.dtype, host_dtype(t.dtype))) for t in outs]
     args_dev = (*d_in, *d_out)
 
-    with progress.step("first call (compiles the kernels)") as first:
+    with progress.step("first call") as first:
         mod(*args_dev)
         cuda.synchronize()
     for _ in range(args.warmup):
@@ -363,7 +363,7 @@ def cmd_bench(args) -> int:
 
     gpu_arr, wall_arr = np.array(gpu_ms), np.array(wall_ms)
     med = float(np.median(gpu_arr))
-    print(f"compile + first run: {first.seconds:.2f} s")
+    print(f"build (check + compile): {built.seconds:.2f} s; first run: {first.seconds:.2f} s")
     print(f"time per call (CUDA events, {args.repeat} calls): median {med:.4f} ms, "
           f"min {gpu_arr.min():.4f} ms, mean {gpu_arr.mean():.4f} ms")
     print(f"time per call (host clock, launch to synchronize): median {np.median(wall_arr):.4f} ms")

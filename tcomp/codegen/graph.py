@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 
 from ..errors import ArgumentError, CodegenError
+from .driver import checked, driver
 
 _state = threading.local()
 
@@ -46,18 +47,6 @@ def capture_stream():
     return capture.stream if capture is not None else None
 
 
-def _driver():
-    from cuda.bindings import driver
-
-    return driver
-
-
-def _call(result, what: str):
-    from .launch import _check
-
-    return _check(result, what)
-
-
 def _stream_handle(stream) -> int:
     """A driver stream handle from 0, an int handle, or an object with ``cuda_stream``
     (``torch.cuda.Stream``)."""
@@ -81,10 +70,10 @@ class Graph:
             for launch in self._capture.simulated:
                 launch()
             return
-        drv = _driver()
+        drv = driver()
         err, = drv.cuGraphLaunch(self._executable, _stream_handle(stream))
         if int(err) != 0:
-            _call((err,), "cuGraphLaunch")
+            checked((err,), "cuGraphLaunch")
 
     __call__ = replay
 
@@ -95,7 +84,7 @@ class Graph:
         if self._executable is None:
             return
         try:
-            drv = _driver()
+            drv = driver()
             drv.cuGraphExecDestroy(self._executable)
             drv.cuGraphDestroy(self._graph)
             drv.cuStreamDestroy(self._capture.stream)
@@ -120,9 +109,9 @@ def graph(fn) -> Graph:
         from numba import cuda
 
         cuda.current_context()  # NOTE: the driver calls below need numba's context current
-        drv = _driver()
-        stream = _call(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate")
-        _call(drv.cuStreamBeginCapture(stream, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+        drv = driver()
+        stream = checked(drv.cuStreamCreate(drv.CUstream_flags.CU_STREAM_NON_BLOCKING.value), "cuStreamCreate")
+        checked(drv.cuStreamBeginCapture(stream, drv.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
               "cuStreamBeginCapture")
         capture = _Capture(stream)
     _state.capture = capture
@@ -138,8 +127,8 @@ def graph(fn) -> Graph:
     if capture.stream is None:
         executable = captured = None
     else:
-        captured = _call(drv.cuStreamEndCapture(capture.stream), "cuStreamEndCapture")
-        executable = _call(drv.cuGraphInstantiate(captured, 0), "cuGraphInstantiate")
+        captured = checked(drv.cuStreamEndCapture(capture.stream), "cuStreamEndCapture")
+        executable = checked(drv.cuGraphInstantiate(captured, 0), "cuGraphInstantiate")
     if capture.launches == 0:
         raise ArgumentError("tc.graph(fn): fn called no tcomp module, so there is nothing to capture")
     return Graph(capture, captured, executable)

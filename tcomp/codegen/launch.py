@@ -22,7 +22,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
-from ..errors import CodegenError
+from .driver import checked, driver
 from .graph import capture_stream
 
 #: parameters of a numba 1-D array argument; the data pointer is the fifth
@@ -30,25 +30,9 @@ _ARRAY_PARAMS = 7
 _DATA_SLOT = 4
 
 
-def _driver():
-    from cuda.bindings import driver
-
-    return driver
-
-
-def _check(result, what: str):
-    """The values of a ``cuda.bindings`` call, or a CodegenError naming the call."""
-    err, *values = result
-    if int(err) != 0:
-        drv = _driver()
-        _, name = drv.cuGetErrorName(err)
-        raise CodegenError(f"{what} failed: {name.decode() if isinstance(name, bytes) else name}")
-    return values[0] if len(values) == 1 else values
-
-
 def _function_handle(dispatcher, signature):
     """Compile ``dispatcher`` for ``signature`` and return the driver's function handle."""
-    drv = _driver()
+    drv = driver()
     dispatcher.compile(signature)
     kernel = dispatcher.overloads[tuple(signature)]
     handle = kernel._codelibrary.get_cufunc().handle
@@ -75,11 +59,6 @@ class DriverKernel:
         #: cuLaunchKernel's arguments before the stream: function, grid, block, dynamic shared bytes
         self.launch_head = (self.function, *self.grid, *self.block, 0)
 
-    def launch(self, stream) -> None:
-        err, = _driver().cuLaunchKernel(*self.launch_head, stream, self.params_address, 0)
-        if err:
-            _check((err,), f"cuLaunchKernel (grid {self.grid}, block {self.block})")
-
 
 class DriverLaunch:
     """The kernels of one module launched in order, their parameters sharing slots: a
@@ -94,7 +73,7 @@ class DriverLaunch:
             slot.value = pointer
         self._lock = threading.Lock()
         self._launches = tuple((k.launch_head, k.params_address, k) for k in kernels)
-        self._launch_kernel = _driver().cuLaunchKernel
+        self._launch_kernel = driver().cuLaunchKernel
 
     def __call__(self, pointers, stream) -> None:
         captured = capture_stream()
@@ -110,4 +89,4 @@ class DriverLaunch:
             for head, params, kernel in self._launches:
                 err, = launch_kernel(*head, stream, params, 0)
                 if err:
-                    _check((err,), f"cuLaunchKernel (grid {kernel.grid}, block {kernel.block})")
+                    checked((err,), f"cuLaunchKernel (grid {kernel.grid}, block {kernel.block})")

@@ -131,7 +131,7 @@ class Module:
                 raise ArgumentError(f"argument {buf.name}: expected a numpy array, a numba device array or "
                                     f"a torch tensor, got {type(arg).__name__}")
             kinds.add(kind)
-            _check_one(buf, arg, kind, None if self.simulator else _numba_device())
+            _check_one(buf, arg, kind, self._device)
             if kind == "numpy" and buf in self.program.outputs and not arg.flags.writeable:
                 raise ArgumentError(f"argument {buf.name}: the output array is read-only; pass a writeable array")
         if "numpy" in kinds and len(kinds) > 1:
@@ -209,7 +209,7 @@ class Module:
                 if capture is not None:
                     capture.keepalive.append(args)
                     capture.launches += 1
-                self._launch(pointers, _torch_stream(args, self._device))
+                self._launch(pointers, _torch_stream(self._device))
                 return
         self._call_checked(args, kwargs)
 
@@ -236,7 +236,7 @@ class Module:
             capture.launches += 1
         if self._launch is not None:
             pointers = [_device_address(d) or 0 for d in device]
-            self._launch(pointers, _torch_stream(args, self._device) if kind == "torch" else 0)
+            self._launch(pointers, _torch_stream(self._device) if kind == "torch" else 0)
         else:
             self._simulate(device, capture)
         if kind == "numpy":
@@ -318,7 +318,7 @@ def _numba_device() -> int:
     return cuda.get_current_device().id
 
 
-def _torch_stream(args, device: int) -> int:
+def _torch_stream(device: int) -> int:
     """PyTorch's current stream on ``device`` when torch is in use, else 0."""
     torch = sys.modules.get("torch")
     if torch is None:
