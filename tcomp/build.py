@@ -13,6 +13,10 @@ MAX_STATIC_SHARED_BYTES = 48 * 1024
 MAX_BLOCK_DIMS = (1024, 1024, 64)  # blockDim.x, .y, .z
 MAX_GRID_DIMS = (2**31 - 1, 65535, 65535)  # gridDim.x, .y, .z
 MAX_LOCAL_BYTES_PER_THREAD = 512 * 1024
+#: the H200's device memory (141 GB of HBM3e): no buffer can be larger
+MAX_GLOBAL_BYTES = 141 * 10**9
+#: loop counters are 32-bit (uint32 in the generated code)
+MAX_LOOP_EXTENT = 2**32 - 1
 
 
 def lower(s, trace=None) -> Program:
@@ -40,11 +44,20 @@ def build(s, target: str = "cuda", check: bool = True) -> Module:
 
 def check_resources(program: Program) -> None:
     """Raise before any launch if a kernel needs more than a block may have."""
-    from .ir.stmt import Allocate
+    from .ir.stmt import Allocate, For
     from .ir.visitor import walk
     from .dtypes import itemsize
 
+    for b in tuple(program.inputs) + tuple(program.outputs) + tuple(program.intermediates):
+        nbytes = b.size * itemsize(b.dtype)
+        if nbytes > MAX_GLOBAL_BYTES:
+            raise ScheduleError(f"tensor {b.name} {tuple(b.shape)} of {b.dtype} needs {nbytes:,} bytes; the "
+                                f"GPU has {MAX_GLOBAL_BYTES:,} bytes of device memory")
     for k in program.kernels:
+        for loop in walk(k.body):
+            if isinstance(loop, For) and loop.extent > MAX_LOOP_EXTENT:
+                raise ScheduleError(f"kernel {k.name}: loop {loop.var.name} runs {loop.extent:,} iterations; loop "
+                                    f"counters are 32-bit (at most {MAX_LOOP_EXTENT:,}): split it")
         threads = k.block[0] * k.block[1] * k.block[2]
         if threads > MAX_THREADS_PER_BLOCK:
             raise ScheduleError(f"kernel {k.name} needs {threads} threads per block ({k.block}); "

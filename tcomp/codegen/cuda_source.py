@@ -36,10 +36,12 @@ REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float3
 STORAGE_TYPE = {"float32": "float32", "bfloat16": "uint16", "float16": "uint16",
                 "float8_e4m3": "uint8", "int8": "int8", "int32": "int32"}
 _NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3")
+#: elements a 32-bit index can address; larger buffers get 64-bit index arithmetic
+UINT32_ELEMENTS = 2**32
 
 _PRELUDE_GPU = '''\
 import math
-from numba import cuda, float32, int8, int32, uint8, uint16, uint32
+from numba import cuda, float32, int8, int32, uint8, uint16, uint32, uint64
 from numba.cuda import libdevice
 
 
@@ -61,7 +63,7 @@ def _to_int32(x):
 _PRELUDE_SIM = '''\
 import math
 import numpy as np
-from numba import cuda, float32, int8, int32, uint8, uint16, uint32
+from numba import cuda, float32, int8, int32, uint8, uint16, uint32, uint64
 
 
 def _rint(x):
@@ -109,7 +111,7 @@ class Namer:
         return self.names[obj]
 
 
-_RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32",
+_RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32", "uint64",
              "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu",
              "_load2", "_load4", "_store2", "_store4", "VECTOR_ALIGNMENT",
              "UNROLL_LOOPS"}
@@ -134,19 +136,24 @@ class KernelWriter:
 
     # ------------------------------------------------------------------ expressions
 
-    def index(self, e: Expr) -> str:
-        """An integer index expression, computed in uint32."""
+    def index(self, e: Expr, wide: bool = False) -> str:
+        """An integer index expression, computed in uint32 (in uint64 when ``wide``)."""
         if isinstance(e, IntImm):
-            return f"uint32({e.value & 0xFFFFFFFF})"
+            return f"uint64({e.value})" if wide else f"uint32({e.value & 0xFFFFFFFF})"
         if isinstance(e, Var):
-            return self.name(e, e.name)
+            return f"uint64({self.name(e, e.name)})" if wide else self.name(e, e.name)
         if isinstance(e, Binary) and e.op in ("+", "-", "*", "//", "%"):
-            return f"({self.index(e.a)} {e.op} {self.index(e.b)})"
+            return f"({self.index(e.a, wide)} {e.op} {self.index(e.b, wide)})"
         if isinstance(e, Binary) and e.op in ("max", "min"):
-            return f"{e.op}({self.index(e.a)}, {self.index(e.b)})"
+            return f"{e.op}({self.index(e.a, wide)}, {self.index(e.b, wide)})"
         if isinstance(e, Load) and not is_float(e.dtype):
-            return f"uint32({self.value(e)})"
+            return f"{'uint64' if wide else 'uint32'}({self.value(e)})"
         raise CodegenError(f"unsupported index expression {e}")
+
+    def flat_index(self, buf, e: Expr) -> str:
+        """The index of an element of ``buf``: 32-bit arithmetic, or 64-bit where the
+        buffer has more elements than a uint32 can count."""
+        return self.index(e, wide=buf.size > UINT32_ELEMENTS)
 
     def cond(self, e: Expr) -> str:
         if isinstance(e, And):
@@ -183,7 +190,7 @@ class KernelWriter:
 
     def load(self, e: Load) -> str:
         buf = e.buffer
-        text = f"{self.name(buf, buf.name)}[{self.index(e.index)}]"
+        text = f"{self.name(buf, buf.name)}[{self.flat_index(buf, e.index)}]"
         if buf.scope == "global" and buf.dtype in _NARROW_FLOATS:
             self.uses_narrow = True
             return f"_load_{buf.dtype}({text})"
@@ -274,7 +281,7 @@ class KernelWriter:
     def store(self, s: Store, depth: int) -> None:
         buf = s.buffer
         value = self.storage_value(buf, self.value(s.value))
-        line = f"{self.name(buf, buf.name)}[{self.index(s.index)}] = {value}"
+        line = f"{self.name(buf, buf.name)}[{self.flat_index(buf, s.index)}] = {value}"
         if s.predicate is not None:
             self.emit(f"if {self.cond(s.predicate)}:", depth)
             self.emit(line, depth + 1)
@@ -321,7 +328,7 @@ class KernelWriter:
         for load, base in loads:
             names = [self.name(object(), f"{load.buffer.name}_v{n}") for n in range(width)]
             self.emit(f"{', '.join(names)} = _load{width}({self.name(load.buffer, load.buffer.name)}, "
-                      f"{self.index(base)})", depth)
+                      f"{self.flat_index(load.buffer, base)})", depth)
             lane_vars[load] = [Var(n, load.dtype) for n in names]
             self.lane_values.update({v: v.name for v in lane_vars[load]})
         values = []
@@ -330,11 +337,12 @@ class KernelWriter:
             values.append(self.value(_fold_indices(substitute(value, {lane: IntImm(n)}))))
         buf = self.name(store.buffer, store.buffer.name)
         if store_base is not None:
-            self.emit(f"_store{width}({buf}, {self.index(store_base)}, {', '.join(values)})", depth)
+            self.emit(f"_store{width}({buf}, {self.flat_index(store.buffer, store_base)}, {', '.join(values)})", depth)
         else:
             for n in range(width):
                 index = simplify(substitute(store.index, {lane: IntImm(n)}))
-                self.emit(f"{buf}[{self.index(index)}] = {self.storage_value(store.buffer, values[n])}", depth)
+                self.emit(f"{buf}[{self.flat_index(store.buffer, index)}] = "
+                          f"{self.storage_value(store.buffer, values[n])}", depth)
         return True
 
     def _vector_base(self, buffer, index: Expr, loop: For):

@@ -157,14 +157,14 @@ def compute(shape, fcompute, name: str = "compute") -> Tensor:
     """A tensor whose element at ``(i, j, ...)`` is ``fcompute(i, j, ...)``."""
     shape = _check_shape(shape, f"compute {name!r}")
     _check_name(name)
-    try:
-        params = list(inspect.signature(fcompute).parameters)
-    except (TypeError, ValueError):
-        params = []
-    if len(params) != len(shape) or any(p.startswith("*") for p in params):
-        params = list(_AXIS_NAMES[: len(shape)])
+    params = _axis_names(fcompute, shape, name)
     axis = tuple(IterVar(p, "int32", d, "spatial") for p, d in zip(params, shape))
-    body = as_expr(fcompute(*axis))
+    try:
+        body = as_expr(fcompute(*axis))
+    except LanguageError as err:  # a tc.sum with a bad axis, a read with the wrong arity...
+        if str(err).startswith(f"compute {name!r}"):
+            raise
+        raise LanguageError(f"compute {name!r}: {err}") from None
     if not isinstance(body, Expr):
         raise LanguageError(f"compute {name!r}: the function must return a tensor expression")
     reductions = [n for n in walk(body) if isinstance(n, Reduce)]
@@ -180,6 +180,26 @@ def compute(shape, fcompute, name: str = "compute") -> Tensor:
     t.op = ComputeOp(name, axis, reduce_axes, body)
     t.op.output = t
     return t
+
+
+def _axis_names(fcompute, shape: tuple, name: str) -> list:
+    """The names of ``fcompute``'s parameters, one per dimension of ``shape``; a
+    LanguageError when it takes another number of axes."""
+    try:
+        parameters = list(inspect.signature(fcompute).parameters.values())
+    except (TypeError, ValueError):  # a builtin or a callable without a signature
+        return list(_AXIS_NAMES[: len(shape)])
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    if any(p.kind == p.VAR_POSITIONAL for p in parameters):
+        return list(_AXIS_NAMES[: len(shape)])
+    required = [p for p in positional if p.default is p.empty]
+    if not len(required) <= len(shape) <= len(positional):
+        takes = ", ".join(p.name for p in positional) or "none"
+        want = ", ".join(_AXIS_NAMES[: len(shape)])
+        raise LanguageError(
+            f"compute {name!r}: its function takes {len(positional)} axis argument(s) ({takes}), but the shape "
+            f"{tuple(shape)} has {len(shape)} dimension(s); write lambda {want}: ... (one axis per dimension)")
+    return [p.name for p in positional[: len(shape)]]
 
 
 def _check_axes_used(name, body, axis, reduce_axes):
