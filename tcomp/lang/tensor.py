@@ -12,6 +12,7 @@ import inspect
 import itertools
 from dataclasses import dataclass, field
 
+from ..call_site import user_call_site
 from ..dtypes import check_dtype
 from ..errors import LanguageError
 from ..ir.expr import Expr, IntImm, Var, as_expr
@@ -101,11 +102,12 @@ class PlaceholderOp(Operation):
 
 
 class ComputeOp(Operation):
-    def __init__(self, name: str, axis: tuple, reduce_axis: tuple, body: Expr):
+    def __init__(self, name: str, axis: tuple, reduce_axis: tuple, body: Expr, site=None):
         self.name = name
         self.axis = axis
         self.reduce_axis = reduce_axis
         self.body = body
+        self.site = site  # the user's tc.compute line (CallSite), for messages that blame it
 
     def input_tensors(self) -> list:
         seen = []
@@ -177,7 +179,7 @@ def compute(shape, fcompute, name: str = "compute") -> Tensor:
         reduce_axes = body.axes
     _check_axes_used(name, body, axis, reduce_axes)
     t = Tensor(name, shape, body.dtype, None)
-    t.op = ComputeOp(name, axis, reduce_axes, body)
+    t.op = ComputeOp(name, axis, reduce_axes, body, user_call_site())
     t.op.output = t
     return t
 

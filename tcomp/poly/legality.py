@@ -7,8 +7,9 @@ them), no two instances that touch the same shared or global location, one of th
 writing, run in different threads of a block without a barrier between them, or in
 different blocks of one kernel at all (loops bound to blocks and threads carry no
 dependence; elementwise stores of one value to one global location are exempt, see
-:func:`_identical_values`), and every element of an output is computed. Four checks,
-each a pure function returning :class:`Violation` records:
+:func:`_identical_values`), every element of an output is computed, and no access
+leaves its tensor. Five checks, each a pure function returning :class:`Violation`
+records:
 
 - :func:`placement_violations`: a producer computed at a loop (``compute_at``) gets
   storage local to that loop; every reader must be inside that loop;
@@ -16,7 +17,9 @@ each a pure function returning :class:`Violation` records:
   location before it (isl's dataflow analysis over the scheduled order) must be the
   write that the algorithm's own order makes it read;
 - :func:`race_violations`: conflicting accesses from different threads or blocks;
-- :func:`coverage_violations`: output elements (or reduction terms) nothing computes.
+- :func:`coverage_violations`: output elements (or reduction terms) nothing computes;
+- :func:`~tcomp.poly.access_bounds.bounds_violations`: reads and writes outside a
+  tensor's shape, at the instances the schedule executes.
 
 :func:`reassociations` and :func:`recomputation` describe what a legal schedule
 changes: the order in which a reduction accumulates, and how often a producer placed
@@ -33,6 +36,7 @@ from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..ir.visitor import walk
 from ..lang.tensor import TensorRead
 from . import explain as ex
+from .access_bounds import bounds_violations
 from .algorithm import Algorithm, algorithm, statement_name, value_flow, writes_of
 from .scheduled import TAGS, Instances, ScheduledProgram, scheduled_program
 
@@ -47,7 +51,7 @@ COUNT_LIMIT = 2_000_000
 class Violation:
     """One way in which a schedule computes something other than its algorithm."""
 
-    kind: str  # "placement" | "flow" | "race" | "coverage"
+    kind: str  # "placement" | "flow" | "race" | "coverage" | "bounds"
     stage: object  # the stage whose schedule call is to blame
     bound: object  # the loop whose bind() is to blame, or None (then: the stage's placement)
     call: str  # that call, as source text
@@ -66,6 +70,8 @@ class Violation:
         where = f" at {self.site}" if self.site is not None else ""
         if self.kind == "coverage":
             stages = f"  stage: {self.producer}, tensor {self.tensor} (an output)"
+        elif self.kind == "bounds":
+            stages = f"  stage: {self.producer}, tensor {self.tensor}"
         elif self.kind == "race" and self.consumer == self.producer:
             stages = f"  stages: {self.producer} (two of its instances), tensor {self.tensor}"
         elif self.kind == "race":
@@ -73,7 +79,7 @@ class Violation:
         else:
             stages = f"  stages: {self.consumer} reads tensor {self.tensor}, computed by {self.producer}"
         lines = [f"{self.call}{where} is illegal: {self.headline()}", stages,
-                 f"  violated dependence: {self.dependence}",
+                 f"  violated {'bound' if self.kind == 'bounds' else 'dependence'}: {self.dependence}",
                  f"    as an isl relation: {self.relation}",
                  f"  counterexample: {self.counterexample}"]
         if self.hidden:
@@ -90,6 +96,8 @@ class Violation:
             return f"a data race on {self.tensor}"
         if self.kind == "coverage":
             return f"{self.producer} leaves part of the output {self.tensor} uncomputed"
+        if self.kind == "bounds":
+            return f"{self.producer} accesses {self.tensor} outside its shape"
         return f"{self.consumer} reads {self.tensor} before {self.producer} has finished computing it"
 
 
@@ -156,7 +164,8 @@ def legality(s, alternatives: bool = True, describe: bool = True) -> Legality:
         prog = scheduled_program(s)
         flows = flow_violations(s, alg, prog, first_only=not alternatives)
         visible = [v for v in flows if not v.hidden]
-        found = visible or race_violations(s, prog) or coverage_violations(s, alg, prog) or flows
+        found = (bounds_violations(s, alg, prog) or visible or race_violations(s, prog)
+                 or coverage_violations(s, alg, prog) or flows)
     if found:
         v = found[0]
         return Legality((_with_alternatives(s, v) if alternatives else v,), program=prog)
