@@ -33,11 +33,12 @@ def build(s, target: str = "cuda", check: bool = True) -> Module:
     if target != "cuda":
         raise CodegenError(f"unknown target {target!r}; tcomp generates code for 'cuda'")
     if check:
-        from .check import check as _check
+        from .check import checked_program
 
-        _check(s)
-    program = _lower(s)
-    check_resources(program)
+        _, program = checked_program(s)
+    else:
+        program = _lower(s)
+        check_resources(program)
     simulator = simulator_enabled()
     return Module(program, program_source(program, simulator), simulator)
 

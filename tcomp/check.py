@@ -41,9 +41,20 @@ def check(s) -> CheckReport:
     Returns a :class:`CheckReport` for a legal schedule. Raises
     ``tc.IllegalScheduleError`` for one that would compute something else (a consumer
     reading a partial reduction, a producer placed where not all its readers see it,
-    a data race between threads or blocks), and the ``tc.ScheduleError`` of lowering
-    for a placement that cannot be lowered at all.
+    a data race between threads or blocks, an access outside a tensor), and the
+    ``tc.ScheduleError``, ``tc.LoweringError`` or ``tc.CodegenError`` that ``tc.build``
+    would raise for a schedule that cannot be lowered, launched or generated: a
+    schedule that ``check`` calls legal builds (only compiling remains).
     """
+    return checked_program(s)[0]
+
+
+def checked_program(s):
+    """``(CheckReport, lowered Program)`` of a legal schedule that lowers, fits the
+    target's launch limits and generates code; the errors of :func:`check` otherwise."""
+    from .build import check_resources
+    from .codegen import program_source, simulator_enabled
+    from .lower import lower
     from .poly import legality
 
     check_schedule(s)
@@ -52,4 +63,8 @@ def check(s) -> CheckReport:
         err = IllegalScheduleError(result.violations[0].message())
         err.violation = result.violations[0]
         raise err
-    return CheckReport(legal=True, reassociations=result.reassociations, recomputation=result.recomputation)
+    program = lower(s)
+    check_resources(program)
+    program_source(program, simulator_enabled())
+    report = CheckReport(legal=True, reassociations=result.reassociations, recomputation=result.recomputation)
+    return report, program

@@ -292,6 +292,10 @@ def cmd_check(args) -> int:
     except tc.IllegalScheduleError as err:
         print(f"illegal schedule (checked in {time.perf_counter() - t0:.2f} s):\n{err}", flush=True)
         return 1
+    except (tc.ScheduleError, tc.LoweringError, tc.CodegenError) as err:
+        print(f"the schedule cannot be built ({type(err).__name__}, checked in "
+              f"{time.perf_counter() - t0:.2f} s):\n{err}", flush=True)
+        return 1
     print(f"checked in {time.perf_counter() - t0:.2f} s (polyhedral dependence check, tc.check)", flush=True)
     print(report, flush=True)
     return 0 if getattr(report, "legal", True) else 1

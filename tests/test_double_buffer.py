@@ -82,15 +82,24 @@ def test_double_buffered_vector_fills(rng):
     run_and_compare(s, w, rng, **matmul_tol(16))
 
 
+def _refused_by_check_and_build(s, pattern: str) -> None:
+    """tc.check refuses what tc.build refuses, with the same LoweringError (check = build:
+    these are the schedules the fuzzer found legal by the check and refused by the build)."""
+    with pytest.raises(tc.LoweringError, match=pattern) as by_check:
+        tc.check(s)
+    with pytest.raises(tc.LoweringError, match=pattern) as by_build:
+        tc.build(s)
+    assert str(by_check.value) == str(by_build.value)
+
+
 def test_a_serial_fill_loop_cannot_be_staged():
     w, s, caches = _tiled(8, 8, 12, double=())
     AS = caches["A"]
     rest = next(v for v, kind in s[AS].annotations.items() if kind == "unroll")
     del s[AS].annotations[rest]  # the fill's outer loop is serial again
     s[AS].double_buffer()
-    with pytest.raises(tc.LoweringError, match=r"double_buffer of A_shared needs every loop of its fill .*"
-                                                r"is serial: unroll it or bind it to threads"):
-        tc.lower(s)
+    _refused_by_check_and_build(s, r"double_buffer of A_shared needs every loop of its fill .*"
+                                   r"is serial: unroll it or bind it to threads")
 
 
 def test_only_shared_tiles_can_be_double_buffered():
@@ -101,8 +110,7 @@ def test_only_shared_tiles_can_be_double_buffered():
     ko, ki = s[C].split(s[C].reduce_axis[0], 4)
     s[AL].compute_at(s[C], ko)
     s[AL].double_buffer()
-    with pytest.raises(tc.LoweringError, match="only a shared-memory tile can be double buffered, and A_local is local"):
-        tc.lower(s)
+    _refused_by_check_and_build(s, "only a shared-memory tile can be double buffered, and A_local is local")
 
 
 def test_the_loop_of_a_double_buffered_tile_must_be_serial():
@@ -114,8 +122,7 @@ def test_the_loop_of_a_double_buffered_tile_must_be_serial():
     s[C].bind(i, "threadIdx.x")
     s[AS].compute_at(s[C], i)
     s[AS].double_buffer()
-    with pytest.raises(tc.LoweringError, match="computed at loop i of C, which is threadIdx.x"):
-        tc.lower(s)
+    _refused_by_check_and_build(s, "computed at loop i of C, which is threadIdx.x")
 
 
 def test_an_output_cannot_be_double_buffered():

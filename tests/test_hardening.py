@@ -139,9 +139,13 @@ def test_shared_memory_over_the_limit_is_refused_at_build():
     s[C].bind(j, "blockIdx.x")
     s[AS].compute_at(s[C], j)
     s[AS].bind(s[AS].axis[1], "threadIdx.x")
-    tc.check(s)  # legal: only the target's limit is in the way
-    _refused_at_build(s, "k_C", f"{128 * 128 * 4} bytes of shared memory per block",
-                      f"the limit is {MAX_STATIC_SHARED_BYTES} bytes")
+    needles = ("k_C", f"{128 * 128 * 4} bytes of shared memory per block", f"the limit is {MAX_STATIC_SHARED_BYTES} bytes")
+    # the dependences hold, only the target's limit is in the way: tc.check refuses it as
+    # tc.build does (check = build), with the same message, and not as an illegal schedule
+    with pytest.raises(tc.ScheduleError) as info:
+        tc.check(s)
+    assert not isinstance(info.value, tc.IllegalScheduleError)
+    assert str(info.value) == _refused_at_build(s, *needles)
 
 
 def test_block_dimension_z_over_its_limit_is_refused_at_build():

@@ -651,7 +651,9 @@ def evaluate_schedule(wl: FuzzWorkload, s, seed: int = 0, repro: str = "", known
     try:
         mod = tc.build(s, check=False)
     except TcompError as err:
-        return Outcome("rejected", f"{type(err).__name__} from tc.build (legal schedule)")
+        # NOTE: tc.check lowers and generates code too: a schedule it calls legal must build
+        raise FuzzFailure(f"{wl.name} {wl.shape}: tc.check says legal, but tc.build refuses it: "
+                          f"{type(err).__name__}: {err}{suffix}") from err
     if launch_threads(mod.program) > MAX_SIMULATED_THREADS and mod.simulator:
         return Outcome("skipped", "too many threads for the simulator")
     reassociated = bool(getattr(report, "reassociations", ()))
