@@ -32,15 +32,16 @@ def build(s, target: str = "cuda", check: bool = True) -> Module:
     """
     if target != "cuda":
         raise CodegenError(f"unknown target {target!r}; tcomp generates code for 'cuda'")
+    simulator = simulator_enabled()
     if check:
         from .check import checked_program
 
-        _, program = checked_program(s)
+        _, program, source = checked_program(s)
     else:
         program = _lower(s)
         check_resources(program)
-    simulator = simulator_enabled()
-    return Module(program, program_source(program, simulator), simulator)
+        source = program_source(program, simulator)
+    return Module(program, source, simulator)
 
 
 def check_resources(program: Program) -> None:

@@ -50,8 +50,9 @@ def check(s) -> CheckReport:
 
 
 def checked_program(s):
-    """``(CheckReport, lowered Program)`` of a legal schedule that lowers, fits the
-    target's launch limits and generates code; the errors of :func:`check` otherwise."""
+    """``(CheckReport, lowered Program, generated source)`` of a legal schedule that
+    lowers, fits the target's launch limits and generates code; the errors of
+    :func:`check` otherwise."""
     from .build import check_resources
     from .codegen import program_source, simulator_enabled
     from .lower import lower
@@ -65,6 +66,6 @@ def checked_program(s):
         raise err
     program = lower(s)
     check_resources(program)
-    program_source(program, simulator_enabled())
+    source = program_source(program, simulator_enabled())
     report = CheckReport(legal=True, reassociations=result.reassociations, recomputation=result.recomputation)
-    return report, program
+    return report, program, source
