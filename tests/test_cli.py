@@ -1,4 +1,4 @@
-"""The ``tcomp`` command line and workload-file loading (tcomp/cli.py, tcomp/workload.py).
+"""The ``tcomp`` command line and workload-file loading (tcomp/cli/, tcomp/workload.py).
 
 In-process tests call ``tcomp.cli.main(argv)``; the end-to-end ones run ``python -m
 tcomp.cli`` in a subprocess with NUMBA_ENABLE_CUDASIM=1, as a user would.
