@@ -168,6 +168,21 @@ def test_check_with_separate_schedule_file(tmp_path, capsys):
     assert "sched.py" in out and "legal" in out
 
 
+def test_check_a_schedule_that_cannot_be_built_exits_1(tmp_path, capsys):
+    """Legal dependences, but 2048 threads per block: tc.check refuses it as tc.build would."""
+    wl = write(tmp_path, "wl.py", SMALL_WORKLOAD)
+    sched = write(tmp_path, "sched.py", """
+        def schedule(s, out):
+            i, j = s[out].axis
+            f = s[out].fuse(i, j)
+            fo, fi = s[out].split(f, 2048)
+            s[out].bind(fi, "threadIdx.x")
+        """)
+    assert cli.main(["check", wl, "--schedule", sched, "--shape", "M=64,N=64"]) == 1
+    out = capsys.readouterr().out
+    assert "the schedule cannot be built (ScheduleError" in out and "2048 threads per block" in out, out
+
+
 def test_check_unknown_shape_parameter(tmp_path, capsys):
     wl = write(tmp_path, "wl.py", SMALL_WORKLOAD)
     assert cli.main(["check", wl, "--shape", "X=3"]) == 2
