@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .codegen import Module, program_source, simulator_enabled
-from .errors import CodegenError, ScheduleError
+from .errors import CapacityError, CodegenError
 from .ir.stmt import Program
 from .lower import lower as _lower
 
@@ -53,29 +53,29 @@ def check_resources(program: Program) -> None:
     for b in tuple(program.inputs) + tuple(program.outputs) + tuple(program.intermediates):
         nbytes = b.size * itemsize(b.dtype)
         if nbytes > MAX_GLOBAL_BYTES:
-            raise ScheduleError(f"tensor {b.name} {tuple(b.shape)} of {b.dtype} needs {nbytes:,} bytes; the "
+            raise CapacityError(f"tensor {b.name} {tuple(b.shape)} of {b.dtype} needs {nbytes:,} bytes; the "
                                 f"GPU has {MAX_GLOBAL_BYTES:,} bytes of device memory")
     for k in program.kernels:
         for loop in walk(k.body):
             if isinstance(loop, For) and loop.extent > MAX_LOOP_EXTENT:
-                raise ScheduleError(f"kernel {k.name}: loop {loop.var.name} runs {loop.extent:,} iterations; loop "
+                raise CapacityError(f"kernel {k.name}: loop {loop.var.name} runs {loop.extent:,} iterations; loop "
                                     f"counters are 32-bit (at most {MAX_LOOP_EXTENT:,}): split it")
         threads = k.block[0] * k.block[1] * k.block[2]
         if threads > MAX_THREADS_PER_BLOCK:
-            raise ScheduleError(f"kernel {k.name} needs {threads} threads per block ({k.block}); "
+            raise CapacityError(f"kernel {k.name} needs {threads} threads per block ({k.block}); "
                                 f"the limit is {MAX_THREADS_PER_BLOCK}")
         for what, dims, limits in (("blockDim", k.block, MAX_BLOCK_DIMS), ("gridDim", k.grid, MAX_GRID_DIMS)):
             for axis, n, limit in zip("xyz", dims, limits):
                 if n > limit:
-                    raise ScheduleError(f"kernel {k.name} needs {what}.{axis} = {n} (grid {k.grid}, block "
+                    raise CapacityError(f"kernel {k.name} needs {what}.{axis} = {n} (grid {k.grid}, block "
                                         f"{k.block}); the limit of {what}.{axis} is {limit}")
         # NOTE: a partitioned loop holds its buffers' Allocate once per part: count buffers once
         allocated = {n.buffer for n in walk(k.body) if isinstance(n, Allocate)}
         local = sum(b.size * max(4, itemsize(b.dtype)) for b in allocated if b.scope == "local")
         if local > MAX_LOCAL_BYTES_PER_THREAD:
-            raise ScheduleError(f"kernel {k.name} needs {local} bytes of local memory per thread; "
+            raise CapacityError(f"kernel {k.name} needs {local} bytes of local memory per thread; "
                                 f"the limit is {MAX_LOCAL_BYTES_PER_THREAD} bytes")
         shared = sum(b.size * max(4, itemsize(b.dtype)) for b in allocated if b.scope == "shared")
         if shared > MAX_STATIC_SHARED_BYTES:
-            raise ScheduleError(f"kernel {k.name} needs {shared} bytes of shared memory per block; "
+            raise CapacityError(f"kernel {k.name} needs {shared} bytes of shared memory per block; "
                                 f"the limit is {MAX_STATIC_SHARED_BYTES} bytes")

@@ -22,6 +22,11 @@ class IllegalScheduleError(ScheduleError):
     """A schedule would compute something other than the algorithm."""
 
 
+class CapacityError(ScheduleError):
+    """A schedule needs more than the target has: threads or dimensions of a block or a
+    grid, shared or local memory, device memory, a 32-bit loop counter."""
+
+
 class LoweringError(TcompError):
     """A schedule cannot be lowered (for example a non-affine access under compute_at)."""
 

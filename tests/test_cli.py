@@ -180,7 +180,7 @@ def test_check_a_schedule_that_cannot_be_built_exits_1(tmp_path, capsys):
         """)
     assert cli.main(["check", wl, "--schedule", sched, "--shape", "M=64,N=64"]) == 1
     out = capsys.readouterr().out
-    assert "the schedule cannot be built (ScheduleError" in out and "2048 threads per block" in out, out
+    assert "the schedule cannot be built (CapacityError" in out and "2048 threads per block" in out, out
 
 
 def test_check_unknown_shape_parameter(tmp_path, capsys):
