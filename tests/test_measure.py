@@ -2,6 +2,7 @@
 candidate can end is recorded as such, and the caller goes on. Faults are injected with
 TCOMP_MEASURE_FAULT; in the simulator nothing is timed (measured is None)."""
 
+import os
 import textwrap
 
 import pytest
@@ -55,6 +56,7 @@ def _measure(workload, source, shape=None, **kwargs) -> Record:
     return measure(Candidate(workload, textwrap.dedent(source), shape or {"M": 8, "N": 8, "K": 4}), **kwargs)
 
 
+@pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM", "0") in ("", "0"), reason="a simulator-only fact")
 def test_a_legal_candidate_is_ok_and_not_timed_in_the_simulator(workload):
     r = _measure(workload, LEGAL, predicted=1e-6)
     assert r.status == "ok", r.error
