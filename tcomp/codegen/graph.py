@@ -35,6 +35,11 @@ class _Capture:
         self.simulated: list = []  # simulator: the launches, as callables
         self.launches = 0
 
+    def record(self, args) -> None:
+        """Note one module call: its arguments stay alive as long as the graph."""
+        self.keepalive.append(args)
+        self.launches += 1
+
 
 def active_capture() -> _Capture | None:
     """The capture running on this thread, if any."""

@@ -207,8 +207,7 @@ class Module:
             if pointers is not None:
                 capture = active_capture()
                 if capture is not None:
-                    capture.keepalive.append(args)
-                    capture.launches += 1
+                    capture.record(args)
                 self._launch(pointers, _torch_stream(self._device))
                 return
         self._call_checked(args, kwargs)
@@ -232,8 +231,7 @@ class Module:
         else:
             device = [_device_flat(a, kind) for a in args]
         if capture is not None:
-            capture.keepalive.append(args)
-            capture.launches += 1
+            capture.record(args)
         if self._launch is not None:
             pointers = [_device_address(d) or 0 for d in device]
             self._launch(pointers, _torch_stream(self._device) if kind == "torch" else 0)
