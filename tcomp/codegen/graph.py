@@ -46,12 +46,6 @@ def active_capture() -> _Capture | None:
     return getattr(_state, "capture", None)
 
 
-def capture_stream():
-    """The stream that launches go to while a capture runs on this thread, else None."""
-    capture = getattr(_state, "capture", None)
-    return capture.stream if capture is not None else None
-
-
 def _stream_handle(stream) -> int:
     """A driver stream handle from 0, an int handle, or an object with ``cuda_stream``
     (``torch.cuda.Stream``)."""

@@ -12,9 +12,9 @@ A numba kernel takes a 1-D C-contiguous array as seven parameters: meminfo and p
 the stride in bytes. Everything but the data pointer is fixed by the buffer's size and
 dtype, known at build.
 
-Launches go to a stream the caller names (0: the legacy default stream, which numba and
-PyTorch's default stream share) and are asynchronous, as numba's and PyTorch's are.
-While a :func:`tcomp.graph` capture is active they go to its capture stream instead.
+Launches go to the stream the caller names (0: the legacy default stream, which numba and
+PyTorch's default stream share; a :func:`tcomp.graph` capture's stream while one runs)
+and are asynchronous, as numba's and PyTorch's are.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import ctypes
 import threading
 
 from .driver import checked, driver
-from .graph import capture_stream
 
 #: parameters of a numba 1-D array argument; the data pointer is the fifth
 _ARRAY_PARAMS = 7
@@ -76,9 +75,6 @@ class DriverLaunch:
         self._launch_kernel = driver().cuLaunchKernel
 
     def __call__(self, pointers, stream) -> None:
-        captured = capture_stream()
-        if captured is not None:
-            stream = captured
         launch_kernel = self._launch_kernel
         # NOTE: the lock keeps two threads from interleaving their pointers in the shared
         # parameter blocks; cuLaunchKernel copies the block before it returns.

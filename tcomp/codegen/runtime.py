@@ -205,10 +205,7 @@ class Module:
         if self._launch is not None and not kwargs:
             pointers = self._fast_pointers(args)
             if pointers is not None:
-                capture = active_capture()
-                if capture is not None:
-                    capture.record(args)
-                self._launch(pointers, _torch_stream(self._device))
+                self._launch(pointers, self._stream(args))
                 return
         self._call_checked(args, kwargs)
 
@@ -230,18 +227,28 @@ class Module:
             device = [cuda.to_device(_storage_view(np.ascontiguousarray(a)).reshape(-1)) for a in args]
         else:
             device = [_device_flat(a, kind) for a in args]
-        if capture is not None:
-            capture.record(args)
         if self._launch is not None:
             pointers = [_device_address(d) or 0 for d in device]
-            self._launch(pointers, _torch_stream(self._device) if kind == "torch" else 0)
+            # NOTE: numpy arguments launch on the default stream, which the copy back waits for
+            self._launch(pointers, 0 if kind == "numpy" else self._stream(args))
         else:
+            if capture is not None:
+                capture.record(args)
             self._simulate(device, capture)
         if kind == "numpy":
             n_in = len(self.program.inputs)
             for arr, dev in zip(args[n_in:], device[n_in:]):
                 out = dev.copy_to_host()
                 arr.reshape(-1).view(out.dtype)[:] = out
+
+    def _stream(self, args):
+        """The stream a GPU launch of ``args`` goes to: a running capture's (which keeps
+        the arguments alive), else PyTorch's current stream, else the default stream."""
+        capture = active_capture()
+        if capture is None:
+            return _torch_stream(self._device)
+        capture.record(args)
+        return capture.stream
 
     def _simulate(self, device, capture) -> None:
         """Run the kernels in Numba's CUDA simulator (or record them in a capture)."""
