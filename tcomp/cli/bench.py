@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import time
 
-from .common import (Progress, add_workload_args, compare, flop_count, format_shape, outputs_of, prepare,
-                     random_inputs, simulator_requested)
+from ..validation import compare, flop_count, random_inputs
+from .common import (Progress, add_workload_args, format_shape, outputs_of, prepare,
+                     simulator_requested)
 
 
 def add_parser(sub) -> None:

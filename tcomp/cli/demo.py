@@ -6,8 +6,9 @@ import os
 import sys
 from pathlib import Path
 
-from .common import (SIM_THREADS_PER_SECOND, Progress, compare, format_shape, gpu_device_node,
-                     host_dtype_of, launch_threads, outputs_of, prepare, random_inputs, section,
+from ..validation import compare, random_inputs
+from .common import (SIM_THREADS_PER_SECOND, Progress, format_shape, gpu_device_node,
+                     host_dtype_of, launch_threads, outputs_of, prepare, section,
                      simulator_requested)
 
 

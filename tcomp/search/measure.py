@@ -81,10 +81,9 @@ def _answer(stdout: str):
 
 
 def _child(request: dict) -> dict:
-    import numpy as np
-
     import tcomp as tc
     from ..errors import CapacityError, CodegenError, LoweringError, ScheduleError
+    from ..validation import compare, random_inputs
     from ..workload import apply_schedule, load_schedule, load_workload
 
     fault = os.environ.get("TCOMP_MEASURE_FAULT", "")
@@ -110,27 +109,20 @@ def _child(request: dict) -> dict:
         import time
 
         time.sleep(3600)
-    rng = np.random.default_rng(request["seed"])
-    feeds = _random_inputs(s, rng)
+    feeds = random_inputs(s, seed=request["seed"])
     outputs = list(s.outputs)
     results = [_poisoned(t) for t in outputs]
     mod(*feeds.values(), *results)
     if fault == "wrong":
         results[0].reshape(-1)[::2] += 3  # half the elements off by 3: beyond any tolerance
     for t, got in zip(outputs, results):
-        verdict = _compare(got, tc.evaluate(t, feeds), t.dtype)
-        if verdict:
-            return {"status": "wrong", "error": f"output {t.name}: {verdict}"}
+        ok, lines = compare(got, tc.evaluate(t, feeds), t.dtype)
+        if not ok:
+            return {"status": "wrong", "error": f"output {t.name}: {'; '.join(lines)}"}
     if mod.simulator:
         return {"status": "ok", "measured": None, "spread": None}
     median, spread = _time(mod, feeds, outputs, request["repeats"], request["warmup"])
     return {"status": "ok", "measured": median, "spread": spread}
-
-
-def _random_inputs(s, rng) -> dict:
-    from ..cli.common import random_inputs
-
-    return random_inputs(s, seed=int(rng.integers(2**31)))
 
 
 def _poisoned(t):
@@ -140,14 +132,6 @@ def _poisoned(t):
 
     dt = host_dtype(t.dtype)
     return np.full(t.shape, np.nan if is_float(t.dtype) else -77, dtype=dt)
-
-
-def _compare(got, want, dtype: str) -> str:
-    """'' when ``got`` matches ``want`` within what the dtype allows, else why not."""
-    from ..cli.common import compare
-
-    ok, lines = compare(got, want, dtype)
-    return "" if ok else "; ".join(lines)
 
 
 def _time(mod, feeds, outputs, repeats: int, warmup: int) -> tuple:
