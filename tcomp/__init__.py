@@ -32,3 +32,7 @@ from . import cost
 from .cost import estimate
 
 __all__ += ["cost", "estimate"]
+
+from .search import SearchResult, autoschedule
+
+__all__ += ["SearchResult", "autoschedule"]

@@ -2,7 +2,10 @@
 
 No schedule is involved. Each compute is evaluated over its whole shape with
 numpy index arrays; a reduction accumulates in the dtype its expression has
-(float32 sums in float32, bfloat16 sums rounded to bfloat16 after every step).
+(bfloat16 sums rounded to bfloat16 after every step), except that a float32 sum of
+products (a matmul) is one float64 contraction (``numpy.einsum``, BLAS) rounded to
+float32 once: the float64 reference that a scheduled float32 sum is compared with,
+and fast enough for the shapes the auto-scheduler measures.
 Arithmetic on 16- and 8-bit floats is done in float32 and rounded to the dtype
 after every operation; casts round to nearest even (float -> float), truncate
 toward zero and saturate (float -> int), and saturate to +-448 (-> float8_e4m3).
@@ -72,6 +75,9 @@ def _evaluate_compute(t: Tensor, values: dict) -> np.ndarray:
 
 def _evaluate_reduction(t: Tensor, red: Reduce, values: dict) -> np.ndarray:
     op = t.op
+    if red.combiner == "sum" and t.dtype == "float32" and isinstance(red.source, Binary) \
+            and red.source.op == "*":
+        return _contraction(t, red, values)
     nd = len(op.axis)
     dtype = host_dtype(t.dtype)
     acc = np.full(t.shape, _identity(red.combiner, t.dtype), dtype=dtype)
@@ -94,6 +100,28 @@ def _evaluate_reduction(t: Tensor, red: Reduce, values: dict) -> np.ndarray:
         red_axes = tuple(range(nd, nd + len(red.axes)))
         acc = _combine(red.combiner, acc, term, red_axes, t.dtype)
     return acc
+
+
+def _contraction(t: Tensor, red: Reduce, values: dict) -> np.ndarray:
+    """A float32 sum of products ``a * b`` as one float64 ``einsum`` of the two factors,
+    each evaluated over the axes it depends on, rounded to float32 once."""
+    op = t.op
+    axes = tuple(op.axis) + tuple(red.axes)
+    env = _axis_grid(axes, len(axes), 0)
+    letters = "abcdefghijklmnopqrstuvwxyz"[:len(axes)]
+    operands, subscripts = [], []
+    for factor in (red.source.a, red.source.b):
+        value = np.asarray(_eval(factor, env, values), dtype=np.float64)
+        value = value.reshape((1,) * (len(axes) - value.ndim) + value.shape)
+        kept = [d for d in range(len(axes)) if value.shape[d] != 1]
+        operands.append(value.reshape([value.shape[d] for d in kept]))
+        subscripts.append("".join(letters[d] for d in kept))
+    spatial = [d for d in range(len(op.axis)) if any(letters[d] in sub for sub in subscripts)]
+    out = "".join(letters[d] for d in spatial)
+    with np.errstate(over="ignore", invalid="ignore"):
+        result = np.einsum(f"{subscripts[0]},{subscripts[1]}->{out}", *operands, optimize=True)
+    shape = [t.shape[d] if d in spatial else 1 for d in range(len(op.axis))]
+    return np.broadcast_to(result.reshape(shape), t.shape).astype(np.float32)
 
 
 def _identity(combiner: str, dtype: str):

@@ -1,3 +1,6 @@
-"""The auto-scheduler's parts (DESIGN.md section 3: space -> filters -> rank -> measure
--> record). So far: ``measure`` (one candidate in a process of its own, validated before
-it is timed) and ``database`` (the tuning database it records into)."""
+"""The auto-scheduler: the space of candidate schedules, its filters and rank, the
+measured search and the tuning database (DESIGN.md section 3)."""
+
+from .search import SearchResult, autoschedule
+
+__all__ = ["SearchResult", "autoschedule"]

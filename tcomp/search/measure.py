@@ -1,172 +1,314 @@
-"""Measuring one candidate in a process of its own: validated, then timed.
+"""Measuring candidates in a process of their own: validated, then timed.
 
-``measure(candidate)`` runs ``python -m tcomp.search.measure`` with the candidate as JSON
-on its standard input and a timeout. The child loads the workload file at the shape,
-replays the schedule, builds it (``tc.build`` checks legality first), runs it on seeded
-random inputs (never zeros) into outputs poisoned with NaN (or an integer sentinel),
-compares every output with ``tc.evaluate`` on the same inputs, and only then, on a GPU,
+A search first writes a **bench** folder (:func:`prepare_bench`): the algorithm (pickled),
+seeded random inputs (never zeros) and the reference outputs, computed once per search
+with ``tc.evaluate`` (float32 matrix products in float64). Then :func:`measure_batch`
+starts ``python -m tcomp.search.measure BENCH`` and hands it schedules one at a time, each
+with a timeout. For each one the child replays the schedule, builds it (``tc.build``
+checks legality first), runs it into outputs poisoned with NaN (an integer sentinel for
+integer outputs), compares every output with the reference, and only then, on a GPU,
 times it with CUDA events after warm-up: the median of the repeats and their spread.
-It answers one JSON line on its standard output.
+The inputs are rotated between copies that together exceed twice the L2 cache, so that
+a small problem is not timed from a warm cache.
 
-Whatever happens to the child is a :class:`~tcomp.search.database.Record` status, and
-the search goes on: ``ok``; ``wrong`` (an output differs from the reference); ``illegal``
-(``tc.check`` refuses the schedule); ``over capacity`` (more threads, shared memory or
-device memory than the target has); ``crash`` (an exception, an illegal address, a
-killed process: the error text is the end of what it printed); ``timeout``.
+Whatever happens to a candidate is a status and the batch goes on: ``ok``; ``wrong`` (an
+output differs from the reference); ``illegal`` (``tc.check`` refuses it); ``over
+capacity``; ``crash`` (an exception, an illegal address, a killed process: the error
+text is the end of what it printed); ``timeout``. After any status but ``ok`` the child
+is replaced by a fresh one (a fresh CUDA context) before the next candidate.
 
-The environment variable ``TCOMP_MEASURE_FAULT`` (``crash``, ``hang`` or ``wrong``) makes
-the child fail on purpose, so that tests can check that the parent records each case.
+``measure_batch`` is a plain function of picklable arguments, so that a
+``concurrent.futures`` executor (threads, a local process pool, or a cluster's such as
+Dask's, given a shared folder) can run batches on several GPUs. The environment variable
+``TCOMP_MEASURE_FAULT`` (``crash``, ``hang`` or ``wrong``) makes the child fail on purpose,
+so that tests can check that each case is recorded.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import pickle
+import selectors
 import subprocess
 import sys
-import tempfile
-from dataclasses import dataclass, field
-
-from .database import Record, current_target
+import time
+from dataclasses import dataclass
 
 #: how much of a failed child's output an error record keeps
 ERROR_CHARS = 2000
+#: the prefix of the child's answer lines (anything else it prints is its log)
+ANSWER = "@tcomp-measure "
+#: a baseline the child can time instead of a schedule: torch.matmul of the two inputs
+TORCH_MATMUL = "torch.matmul"
 
 
 @dataclass(frozen=True)
-class Candidate:
-    """A schedule of a workload file at a shape."""
+class Measurement:
+    """How one candidate ended in the runner."""
 
-    workload: str  # path of the workload file (defines algorithm(**shape))
-    source: str  # Python source defining schedule(s, out)
-    shape: dict = field(default_factory=dict)  # shape keywords of algorithm()
+    source: str
+    status: str
+    measured: float | None = None  # median seconds
+    spread: float | None = None  # (slowest - fastest) / median of the repeats
+    times: tuple = ()  # every repeat, seconds
+    error: str = ""
 
 
-def measure(candidate: Candidate, *, timeout: float = 120.0, repeats: int = 10, warmup: int = 3,
-            seed: int = 0, predicted: float | None = None) -> Record:
-    """Validate and time ``candidate`` in a child process (see the module docstring)."""
-    from ..lang.canonical import workload_key
-    from ..workload import load_workload
+# ---------------------------------------------------------------------- the bench
 
-    out, _ = load_workload(candidate.workload).build_algorithm(candidate.shape)
-    request = {"workload": candidate.workload, "source": candidate.source, "shape": candidate.shape,
-               "repeats": repeats, "warmup": warmup, "seed": seed}
-    common = {"workload": workload_key(out), "target": current_target(), "schedule": candidate.source,
-              "predicted": predicted}
+
+def prepare_bench(out, folder, seed: int = 0) -> str:
+    """Write the algorithm of ``out``, random inputs and the reference outputs into
+    ``folder`` (created); return its path."""
+    import numpy as np
+
+    from ..lang.evaluate import evaluate
+    from ..schedule import create_schedule
+    from ..validation import random_inputs
+
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "algorithm.pickle"), "wb") as f:
+        pickle.dump(out, f)
+    s = create_schedule(out)
+    feeds = random_inputs(s, seed=seed)
+    for n, (t, a) in enumerate(feeds.items()):
+        np.save(os.path.join(folder, f"input{n}.npy"), a)
+    for n, t in enumerate(s.outputs):
+        np.save(os.path.join(folder, f"reference{n}.npy"), evaluate(t, feeds))
+    return os.fspath(folder)
+
+
+def measure_batch(bench: str, sources: list, *, timeout: float = 120.0, repeats: int = 10, warmup: int = 3,
+                  gpu: int | None = None) -> list:
+    """Validate and time each schedule source of ``sources`` (see the module docstring);
+    one :class:`Measurement` per source, in order. ``gpu`` picks the device (through
+    ``CUDA_VISIBLE_DEVICES``) for the child."""
+    runner = _Runner(bench, gpu)
     try:
-        proc = subprocess.run([sys.executable, "-m", "tcomp.search.measure"], input=json.dumps(request),
-                              capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return Record(status="timeout", error=f"no answer within {timeout:g} s", **common)
-    answer = _answer(proc.stdout)
-    if answer is None:
-        tail = (proc.stderr or proc.stdout or "")[-ERROR_CHARS:]
-        return Record(status="crash", error=f"the measuring process exited with status {proc.returncode}: {tail}",
-                      **common)
-    return Record(status=answer["status"], measured=answer.get("measured"), spread=answer.get("spread"),
-                  error=answer.get("error", ""), **common)
+        return [runner.measure(src, timeout, repeats, warmup) for src in sources]
+    finally:
+        runner.close()
 
 
-def _answer(stdout: str):
-    for line in reversed(stdout.splitlines()):
-        if line.startswith("{"):
-            try:
-                return json.loads(line)
-            except ValueError:
-                return None
-    return None
+def prebuild(bench: str, source: str) -> str:
+    """Build ``source`` into the kernel cache ahead of its measurement (run in the build
+    pool while the GPU measures others); returns "" or why it did not build (the runner
+    then records the failure itself)."""
+    from ..build import build
+    from ..schedule.schedule import replay
+
+    with open(os.path.join(bench, "algorithm.pickle"), "rb") as f:
+        out = pickle.load(f)
+    try:
+        build(replay(source, out))
+    except Exception as err:  # NOTE: recorded when the runner meets it
+        return f"{type(err).__name__}: {err}"
+    return ""
+
+
+class _Runner:
+    """One child process at a time, replaced after any candidate that is not ok."""
+
+    def __init__(self, bench: str, gpu: int | None):
+        self.bench = bench
+        self.env = dict(os.environ)
+        if gpu is not None:
+            self.env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+        self.proc = None
+        self.log: list = []
+
+    def _start(self):
+        self.log = []
+        self.proc = subprocess.Popen([sys.executable, "-m", "tcomp.search.measure", self.bench],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     text=True, bufsize=1, env=self.env)
+
+    def close(self):
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            for stream in (self.proc.stdin, self.proc.stdout):
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+            self.proc = None
+
+    def measure(self, source: str, timeout: float, repeats: int, warmup: int) -> Measurement:
+        if self.proc is None or self.proc.poll() is not None:
+            self.close()
+            self._start()
+        request = json.dumps({"source": source, "repeats": repeats, "warmup": warmup})
+        try:
+            self.proc.stdin.write(request + "\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass
+        answer = self._read_answer(timeout)
+        if answer is None:
+            if self.proc.poll() is None:
+                self.close()
+                return Measurement(source, "timeout", error=f"no answer within {timeout:g} s")
+            code = self.proc.wait()
+            tail = "".join(self.log)[-ERROR_CHARS:]
+            self.close()
+            return Measurement(source, "crash", error=f"the measuring process exited with status {code}: {tail}")
+        result = Measurement(source, answer["status"], answer.get("measured"), answer.get("spread"),
+                             tuple(answer.get("times", ())), answer.get("error", ""))
+        if result.status != "ok":
+            self.close()
+        return result
+
+    def _read_answer(self, timeout: float):
+        deadline = time.monotonic() + timeout
+        with selectors.DefaultSelector() as sel:
+            sel.register(self.proc.stdout, selectors.EVENT_READ)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    return None
+                line = self.proc.stdout.readline()
+                if not line:
+                    return None
+                if line.startswith(ANSWER):
+                    return json.loads(line[len(ANSWER):])
+                self.log.append(line)
 
 
 # ---------------------------------------------------------------------- the child
 
 
-def _child(request: dict) -> dict:
-    import tcomp as tc
-    from ..errors import CapacityError, CodegenError, LoweringError, ScheduleError
-    from ..validation import compare, random_inputs
-    from ..workload import apply_schedule, load_schedule, load_workload
+class _Child:
+    """Holds the bench (inputs on the device, in rotated copies) and the modules built."""
 
-    fault = os.environ.get("TCOMP_MEASURE_FAULT", "")
-    workload = load_workload(request["workload"])
-    out, _ = workload.build_algorithm(request["shape"])
-    s = tc.create_schedule(out)
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write(request["source"])
-    try:
-        fn, where = load_schedule(f.name)
-        apply_schedule(s, out, fn, where=f"candidate {where}")
-    finally:
-        os.unlink(f.name)
-    try:
-        mod = tc.build(s)
-    except CapacityError as err:
-        return {"status": "over capacity", "error": str(err)[:ERROR_CHARS]}
-    except (ScheduleError, LoweringError, CodegenError) as err:  # refused by tc.check (check = build)
-        return {"status": "illegal", "error": f"{type(err).__name__}: {err}"[:ERROR_CHARS]}
-    if fault == "crash":
-        os._exit(3)
-    if fault == "hang":
-        import time
+    def __init__(self, bench: str):
+        import numpy as np
 
-        time.sleep(3600)
-    feeds = random_inputs(s, seed=request["seed"])
-    outputs = list(s.outputs)
-    results = [_poisoned(t) for t in outputs]
-    mod(*feeds.values(), *results)
-    if fault == "wrong":
-        results[0].reshape(-1)[::2] += 3  # half the elements off by 3: beyond any tolerance
-    for t, got in zip(outputs, results):
-        ok, lines = compare(got, tc.evaluate(t, feeds), t.dtype)
-        if not ok:
-            return {"status": "wrong", "error": f"output {t.name}: {'; '.join(lines)}"}
-    if mod.simulator:
-        return {"status": "ok", "measured": None, "spread": None}
-    median, spread = _time(mod, feeds, outputs, request["repeats"], request["warmup"])
-    return {"status": "ok", "measured": median, "spread": spread}
+        from ..schedule import create_schedule
 
+        with open(os.path.join(bench, "algorithm.pickle"), "rb") as f:
+            self.out = pickle.load(f)
+        s = create_schedule(self.out)
+        self.placeholders = list(s.placeholders)
+        self.outputs = list(s.outputs)
+        self.inputs = [np.load(os.path.join(bench, f"input{n}.npy")) for n in range(len(self.placeholders))]
+        self.references = [np.load(os.path.join(bench, f"reference{n}.npy")) for n in range(len(self.outputs))]
+        self.device_inputs = None
 
-def _poisoned(t):
-    import numpy as np
+    def run(self, request: dict) -> dict:
+        if request["source"] == TORCH_MATMUL:
+            return self._torch_matmul(request)
+        import tcomp as tc
 
-    from ..dtypes import host_dtype, is_float
+        from ..errors import CapacityError, CodegenError, LoweringError, ScheduleError
+        from ..schedule.schedule import replay
+        from ..validation import compare
 
-    dt = host_dtype(t.dtype)
-    return np.full(t.shape, np.nan if is_float(t.dtype) else -77, dtype=dt)
+        fault = os.environ.get("TCOMP_MEASURE_FAULT", "")
+        s = replay(request["source"], self.out)
+        try:
+            mod = tc.build(s)
+        except CapacityError as err:
+            return {"status": "over capacity", "error": str(err)[:ERROR_CHARS]}
+        except (ScheduleError, LoweringError, CodegenError) as err:  # refused by tc.check (check = build)
+            return {"status": "illegal", "error": f"{type(err).__name__}: {err}"[:ERROR_CHARS]}
+        if fault == "crash":
+            os._exit(3)
+        if fault == "hang":
+            time.sleep(3600)
+        results = self._run_once(mod)
+        if fault == "wrong":
+            results[0].reshape(-1)[::2] += 3  # half the elements off by 3: beyond any tolerance
+        for t, got, ref in zip(self.outputs, results, self.references):
+            ok, lines = compare(got, ref, t.dtype)
+            if not ok:
+                return {"status": "wrong", "error": f"output {t.name}: {'; '.join(lines)}"}
+        if mod.simulator:
+            return {"status": "ok", "measured": None, "spread": None}
+        copies = self._device_copies()
+        return self._time(lambda n, outs: mod(*copies[n], *outs), request)
 
+    def _run_once(self, mod) -> list:
+        import numpy as np
 
-def _time(mod, feeds, outputs, repeats: int, warmup: int) -> tuple:
-    import numpy as np
-    from numba import cuda
+        from ..dtypes import DEVICE_STORAGE, host_dtype, is_float
 
-    from ..dtypes import DEVICE_STORAGE, host_dtype
+        poisoned = [np.full(t.shape, np.nan if is_float(t.dtype) else -77, dtype=host_dtype(t.dtype))
+                    for t in self.outputs]
+        if mod.simulator:
+            mod(*self.inputs, *poisoned)
+            return poisoned
+        from numba import cuda
 
-    d_in = [cuda.to_device(a.view(DEVICE_STORAGE[t.dtype]) if t.dtype in DEVICE_STORAGE else a)
-            for t, a in feeds.items()]
-    d_out = [cuda.device_array(t.shape, dtype=DEVICE_STORAGE.get(t.dtype, host_dtype(t.dtype))) for t in outputs]
-    for _ in range(warmup):
-        mod(*d_in, *d_out)
-    cuda.synchronize()
-    times = []
-    start, end = cuda.event(), cuda.event()
-    for _ in range(repeats):
-        start.record()
-        mod(*d_in, *d_out)
-        end.record()
-        end.synchronize()
-        times.append(cuda.event_elapsed_time(start, end) / 1e3)
-    median = float(np.median(times))
-    return median, float((max(times) - min(times)) / median) if median > 0 else 0.0
+        d_out = [cuda.to_device(p.view(DEVICE_STORAGE[t.dtype]) if t.dtype in DEVICE_STORAGE else p)
+                 for t, p in zip(self.outputs, poisoned)]
+        mod(*self._device_copies()[0], *d_out)
+        cuda.synchronize()
+        return [d.copy_to_host().view(host_dtype(t.dtype)) for t, d in zip(self.outputs, d_out)]
+
+    def _device_copies(self) -> list:
+        """Copies of the inputs on the device, as many as it takes to exceed twice the L2."""
+        if self.device_inputs is None:
+            from numba import cuda
+
+            from ..dtypes import DEVICE_STORAGE
+
+            device = cuda.get_current_device()
+            l2 = getattr(device, "L2_CACHE_SIZE", 50 * 2**20)
+            nbytes = max(1, sum(a.nbytes for a in self.inputs))
+            copies = max(1, min(8, -(-2 * l2 // nbytes)))
+            views = [a.view(DEVICE_STORAGE[t.dtype]) if t.dtype in DEVICE_STORAGE else a
+                     for t, a in zip(self.placeholders, self.inputs)]
+            self.device_inputs = [[cuda.to_device(v) for v in views] for _ in range(copies)]
+        return self.device_inputs
+
+    def _time(self, launch, request: dict) -> dict:
+        import numpy as np
+        from numba import cuda
+
+        from ..dtypes import DEVICE_STORAGE, host_dtype
+
+        copies = self._device_copies()
+        outs = [cuda.device_array(t.shape, dtype=DEVICE_STORAGE.get(t.dtype, host_dtype(t.dtype)))
+                for t in self.outputs]
+        for n in range(request["warmup"]):
+            launch(n % len(copies), outs)
+        cuda.synchronize()
+        start, end = cuda.event(), cuda.event()
+        times = []
+        for n in range(request["repeats"]):
+            start.record()
+            launch(n % len(copies), outs)
+            end.record()
+            end.synchronize()
+            times.append(cuda.event_elapsed_time(start, end) / 1e3)
+        median = float(np.median(times))
+        return {"status": "ok", "measured": median, "times": times,
+                "spread": float((max(times) - min(times)) / median) if median > 0 else 0.0}
+
+    def _torch_matmul(self, request: dict) -> dict:
+        import torch
+
+        copies = [[torch.as_tensor(a, device="cuda") for a in copy] for copy in self._device_copies()]
+        return self._time(lambda n, outs: torch.matmul(*copies[n][:2]), request)
 
 
 def main() -> int:
-    request = json.loads(sys.stdin.read())
-    try:
-        answer = _child(request)
-    except Exception as err:  # NOTE: any failure of the candidate is a record, not a crash of the search
-        import traceback
+    bench = sys.argv[1]
+    child = _Child(bench)
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        request = json.loads(line)
+        try:
+            answer = child.run(request)
+        except Exception as err:  # NOTE: any failure of the candidate is a record, not a crash of the search
+            import traceback
 
-        answer = {"status": "crash", "error": "".join(traceback.format_exception(err))[-ERROR_CHARS:]}
-    print(json.dumps(answer), flush=True)
+            answer = {"status": "crash", "error": "".join(traceback.format_exception(err))[-ERROR_CHARS:]}
+        print(ANSWER + json.dumps(answer), flush=True)
     return 0
 
 

@@ -1,0 +1,297 @@
+"""The built-in tiling rules of the search space (``tcomp.search.space.Rule``).
+
+- :class:`BlockTiling`: a kernel around one matrix product (a float sum of products
+  ``a[i, k] * b[k, j]``, fused epilogue or not): block tiles staged through shared memory,
+  a thread tile accumulated in registers from register fragments (the SGEMM worklog's
+  kernels 5 and 6), with the A tile stored transposed or not, vector loads, double
+  buffering and the k loop unrolled in steps.
+- :class:`WarpTiling`: the same kernel with the block tile split over warps and each
+  thread's tile strided over the warp's sub-tiles (the worklog's kernel 10).
+- :class:`FlatTiling`: any other kernel (elementwise chains, and reductions not
+  matched above): its output flattened and split over blocks, threads and vector lanes.
+
+Each rule's ``apply`` is a sequence of schedule primitives, so what it does reads as the
+trace it leaves in a saved schedule.
+"""
+
+from __future__ import annotations
+
+from ..ir.expr import Binary, Cast
+from ..lang.tensor import Reduce, TensorRead
+from .space import Group, Rule, register_rule
+
+#: bytes of fp32 shared memory a block may hold (tcomp allocates it statically)
+SHARED_BYTES = 48 * 1024
+
+
+def matrix_product_operands(op) -> tuple | None:
+    """``(a, b)``, the tensor names of a compute ``C[i, j] = sum(a[i, k] * b[k, j], k)``
+    (each read may be wrapped in a cast), or None when ``op`` is not one."""
+    body = op.body
+    if not isinstance(body, Reduce) or body.combiner != "sum" or len(op.axis) != 2 or len(body.axes) != 1:
+        return None
+    if not isinstance(body.source, Binary) or body.source.op != "*":
+        return None
+    i, j = op.axis
+    (k,) = body.axes
+    reads = [_read_of(factor) for factor in (body.source.a, body.source.b)]
+    if None in reads:
+        return None
+    by_index = {tuple(r.indices): r.tensor.name for r in reads}
+    a, b = by_index.get((i, k)), by_index.get((k, j))
+    if a is None or b is None or a == b:
+        return None
+    return a, b
+
+
+def _read_of(e):
+    while isinstance(e, Cast):
+        e = e.value
+    return e if isinstance(e, TensorRead) else None
+
+
+def _product_stage(group: Group):
+    """The one matrix product of ``group`` and its operands, or None."""
+    if len(group.reductions) != 1:
+        return None
+    name = group.reductions[0]
+    operands = matrix_product_operands(group.stages[name].op)
+    return (name, *operands) if operands else None
+
+
+def _accumulator(s, group: Group, product: str):
+    """The stage that accumulates the product in registers: the fused reduction itself,
+    or, when the product is the kernel's own output, a local copy (``cache_write``)."""
+    if product == group.anchor:
+        return s.cache_write(product, "local")
+    return s[product].op.output
+
+
+def _cooperative_fill(s, cache, threads_y: int, threads_x: int, vector: int) -> None:
+    """Spread a shared tile's fill over the block's threads: consecutive threads on
+    consecutive elements of a row (coalesced), ``vector`` elements per thread and load."""
+    a, b = s[cache].axis
+    flat = s[cache].fuse(a, b)
+    if vector > 1:
+        flat, lanes = s[cache].split(flat, vector)
+        s[cache].vectorize(lanes)
+    rest, thread = s[cache].split(flat, threads_y * threads_x)
+    ty, tx = s[cache].split(thread, threads_x)
+    s[cache].bind(ty, "threadIdx.y")
+    s[cache].bind(tx, "threadIdx.x")
+    s[cache].unroll(rest)
+
+
+def _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, BK: int, k_unroll: int) -> None:
+    """Inside a thread: k steps of BK (the shared tiles filled at each), each k of a
+    step (the register fragments loaded at each), then the thread's outputs, unrolled
+    so that they stay in registers; the k of a step unrolled by ``k_unroll``."""
+    ci, cj = s[acc].axis
+    (k,) = s[acc].reduce_axis
+    ko, ki = s[acc].split(k, BK)
+    s[acc].reorder(ko, ki, ci, cj)
+    s[acc].unroll(ci)
+    s[acc].unroll(cj)
+    if k_unroll > 1:
+        _, ki = s[acc].split(ki, k_unroll)
+        s[acc].unroll(ki)
+    s[a_shared].compute_at(s[acc], ko)
+    s[b_shared].compute_at(s[acc], ko)
+    s[a_frag].compute_at(s[acc], ki)
+    s[b_frag].compute_at(s[acc], ki)
+    for frag in (a_frag, b_frag):
+        for ax in s[frag].axis:
+            s[frag].unroll(ax)
+
+
+def _fits_problem(tile: int, extent: int) -> bool:
+    """A tile no larger than the extent rounded up to a power of two (at least 16)."""
+    bound = 16
+    while bound < extent:
+        bound *= 2
+    return tile <= bound
+
+
+def _shared_bytes(BM: int, BN: int, BK: int, double_buffer: bool) -> int:
+    return (BM + BN) * BK * 4 * (2 if double_buffer else 1)
+
+
+class BlockTiling(Rule):
+    """Block tiles BM x BN, k steps of BK in shared memory, TM x TN outputs per thread."""
+
+    name = "block_tiling"
+
+    def applies(self, group, space):
+        return _product_stage(group) is not None
+
+    def choices(self, group, space):
+        return {"BM": [16, 32, 64, 128, 256], "BN": [16, 32, 64, 128, 256], "BK": [8, 16, 32],
+                "TM": [2, 4, 8], "TN": [2, 4, 8], "transpose_a": [False, True], "vector": [1, 2, 4],
+                "double_buffer": [False, True], "k_unroll": [1, 2, 4]}
+
+    def valid(self, group, space, p):
+        M, N = space.stages[group.anchor].shape
+        if p["BM"] % p["TM"] or p["BN"] % p["TN"]:
+            return False
+        threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+        per_fill = threads * p["vector"]
+        return (64 <= threads <= 1024 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
+                and p["BK"] % p["vector"] == 0 and p["BN"] % p["vector"] == 0 and p["BK"] % p["k_unroll"] == 0
+                and _shared_bytes(p["BM"], p["BN"], p["BK"], p["double_buffer"]) <= SHARED_BYTES
+                and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
+
+    def apply(self, s, group, p):
+        product, a, b = _product_stage(group)
+        acc = _accumulator(s, group, product)
+        out = s[group.anchor].op.output
+        a_shared = s.cache_read(a, "shared", [acc])
+        b_shared = s.cache_read(b, "shared", [acc])
+        a_frag = s.cache_read(a_shared, "local", [acc])
+        b_frag = s.cache_read(b_shared, "local", [acc])
+        i, j = s[out].axis
+        bi, bj, ii, jj = s[out].tile(i, j, p["BM"], p["BN"])
+        ty, ri = s[out].split(ii, p["TM"])
+        tx, rj = s[out].split(jj, p["TN"])
+        s[out].reorder(bi, bj, ty, tx, ri, rj)
+        s[out].bind(bi, "blockIdx.y")
+        s[out].bind(bj, "blockIdx.x")
+        s[out].bind(ty, "threadIdx.y")
+        s[out].bind(tx, "threadIdx.x")
+        s[out].unroll(ri)
+        s[out].unroll(rj)
+        s[acc].compute_at(s[out], tx)
+        _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, p["BK"], p["k_unroll"])
+        if p["transpose_a"]:
+            row, kk = s[a_shared].axis
+            s[a_shared].storage_order(kk, row)
+        threads_y, threads_x = p["BM"] // p["TM"], p["BN"] // p["TN"]
+        _cooperative_fill(s, a_shared, threads_y, threads_x, p["vector"])
+        _cooperative_fill(s, b_shared, threads_y, threads_x, p["vector"])
+        if p["double_buffer"]:
+            s[a_shared].double_buffer()
+            s[b_shared].double_buffer()
+
+
+class WarpTiling(Rule):
+    """Block tiles split over warps of WM x WN; each thread computes TM x TN outputs at
+    each of the warp's WNITER column sub-tiles (and as many row sub-tiles as it takes
+    for the warp's 32 threads to cover WM x WN). A transposed, vectorized A tile."""
+
+    name = "warp_tiling"
+
+    def applies(self, group, space):
+        return _product_stage(group) is not None
+
+    def choices(self, group, space):
+        return {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [8, 16, 32], "WM": [32, 64, 128],
+                "WN": [32, 64, 128], "WNITER": [1, 2, 4], "TM": [4, 8], "TN": [4, 8], "k_unroll": [1, 2, 4, 8],
+                "double_buffer": [False, True]}
+
+    @staticmethod
+    def _layout(p) -> tuple | None:
+        """(warps, row sub-tiles per warp) of ``p``, or None when its tiles do not nest."""
+        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or p["WN"] % p["WNITER"]:
+            return None
+        per_thread = 32 * p["TM"] * p["TN"] * p["WNITER"]
+        if (p["WM"] * p["WN"]) % per_thread:
+            return None
+        wmiter = p["WM"] * p["WN"] // per_thread
+        if wmiter < 1 or p["WM"] % wmiter:
+            return None
+        wsubm, wsubn = p["WM"] // wmiter, p["WN"] // p["WNITER"]
+        if wsubm % p["TM"] or wsubn % p["TN"] or (wsubm // p["TM"]) * (wsubn // p["TN"]) != 32:
+            return None
+        return (p["BM"] // p["WM"]) * (p["BN"] // p["WN"]), wmiter
+
+    def valid(self, group, space, p):
+        layout = self._layout(p)
+        if layout is None:
+            return False
+        M, N = space.stages[group.anchor].shape
+        threads = layout[0] * 32
+        per_fill = threads * 4
+        return (threads <= 1024 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
+                and p["BK"] % p["k_unroll"] == 0
+                and _shared_bytes(p["BM"], p["BN"], p["BK"], p["double_buffer"]) <= SHARED_BYTES
+                and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
+
+    def apply(self, s, group, p):
+        product, a, b = _product_stage(group)
+        warps, wmiter = self._layout(p)
+        acc = _accumulator(s, group, product)
+        out = s[group.anchor].op.output
+        a_shared = s.cache_read(a, "shared", [acc])
+        b_shared = s.cache_read(b, "shared", [acc])
+        a_frag = s.cache_read(a_shared, "local", [acc])
+        b_frag = s.cache_read(b_shared, "local", [acc])
+        wsubm, wsubn = p["WM"] // wmiter, p["WN"] // p["WNITER"]
+        i, j = s[out].axis
+        bi, bj, ii, jj = s[out].tile(i, j, p["BM"], p["BN"])
+        wi, iw = s[out].split(ii, p["WM"])
+        wj, jw = s[out].split(jj, p["WN"])
+        wsi, isub = s[out].split(iw, wsubm)
+        wsj, jsub = s[out].split(jw, wsubn)
+        ti, ri = s[out].split(isub, p["TM"])
+        tj, rj = s[out].split(jsub, p["TN"])
+        s[out].reorder(bi, bj, wi, wj, ti, tj, wsi, wsj, ri, rj)
+        warp = s[out].fuse(wi, wj)
+        lane = s[out].fuse(ti, tj)
+        s[out].bind(bi, "blockIdx.y")
+        s[out].bind(bj, "blockIdx.x")
+        s[out].bind(warp, "threadIdx.y")
+        s[out].bind(lane, "threadIdx.x")
+        for ax in (wsi, wsj, ri, rj):
+            s[out].unroll(ax)
+        s[acc].compute_at(s[out], lane)
+        _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, p["BK"], p["k_unroll"])
+        row, kk = s[a_shared].axis
+        s[a_shared].storage_order(kk, row)
+        _cooperative_fill(s, a_shared, warps, 32, 4)
+        _cooperative_fill(s, b_shared, warps, 32, 4)
+        if p["double_buffer"]:
+            s[a_shared].double_buffer()
+            s[b_shared].double_buffer()
+
+
+class FlatTiling(Rule):
+    """The kernel's output flattened, split into vectors of ``vector`` elements, blocks of
+    ``threads`` threads, one vector per thread. Elementwise stages inside are inlined;
+    a reduction (any that the matrix rules do not take) runs serially in each thread."""
+
+    name = "flat_tiling"
+
+    def applies(self, group, space):
+        return not group.fused and _product_stage(group) is None
+
+    def choices(self, group, space):
+        return {"threads": [64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8]}
+
+    def valid(self, group, space, p):
+        anchor = space.stages[group.anchor]
+        if p["vector"] > 1 and (anchor.reduction or anchor.shape[-1] % p["vector"]):
+            return False
+        size = 1
+        for extent in anchor.shape:
+            size *= extent
+        return p["threads"] * p["vector"] <= max(size, 64)
+
+    def apply(self, s, group, p):
+        stage = s[group.anchor]
+        axes = list(stage.axis)
+        flat = axes[0]
+        for ax in axes[1:]:
+            flat = stage.fuse(flat, ax)
+        if p["vector"] > 1:
+            flat, lanes = stage.split(flat, p["vector"])
+            stage.vectorize(lanes)
+        block, thread = stage.split(flat, p["threads"])
+        stage.bind(block, "blockIdx.x")
+        stage.bind(thread, "threadIdx.x")
+
+
+BLOCK_TILING = register_rule(BlockTiling())
+WARP_TILING = register_rule(WarpTiling())
+FLAT_TILING = register_rule(FlatTiling())
+
+__all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "WARP_TILING", "WarpTiling",
+           "matrix_product_operands"]

@@ -1,0 +1,400 @@
+"""``tc.autoschedule``: a measured search over the space of ``tcomp.search.space``.
+
+The procedure is the chapter's (section 5.4.5), one step per stage, in this order:
+
+1. **space**: draw points (fusion boundaries and tilings) with a seeded generator;
+2. **filters**: the primitives' errors, ``tc.check``, capacity (``tcomp.search.filters``);
+3. **rank**: ``tc.estimate``'s predicted time;
+4. **measure**: the most promising, in a runner process with validation before timing
+   (``tcomp.search.measure``), built ahead in a pool of processes while the GPU measures;
+5. **refine**: mutate the best measured (a tile size, a fusion choice, unrolling, vector
+   width), screen the mutants, measure the best predicted, until ``trials`` is spent;
+6. **select**: re-measure the last few contenders interleaved, so that noise does not
+   pick the winner, and report the spread;
+7. **record**: every candidate goes to the tuning database as it ends.
+
+A second search of the same workload on the same target starts from the database:
+candidates measured before are not measured again, and with ``trials=0`` the best record
+is returned at once. A record written by another tcomp version is re-measured (replayed
+and validated) before it can win. Without a GPU, or with ``model_only``, the rank alone
+decides and the winner is validated in the simulator (or on the GPU) at the algorithm's
+shape; ``measured`` is then None.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import tempfile
+from concurrent.futures import Executor, ThreadPoolExecutor
+from dataclasses import dataclass, field
+
+from .database import Record, TuningDatabase, current_target, tcomp_version
+from .filters import Screened, Screener
+from .measure import Measurement, measure_batch, prepare_bench
+from .space import Space
+
+#: how many points to draw and screen before the first measurement, per trial
+DRAWS_PER_TRIAL = 6
+#: the fewest points drawn (model-only searches draw these and measure none)
+MIN_DRAWS = 96
+#: how many contenders the final interleaved re-measurement compares
+FINALISTS = 3
+#: rounds of the interleaved re-measurement
+FINAL_ROUNDS = 3
+
+
+@dataclass
+class SearchResult:
+    """What ``tc.autoschedule`` returns (DESIGN.md section 1)."""
+
+    schedule: object  # a tc.Schedule of the algorithm, the winner applied
+    source: str  # the winner as Python text defining schedule(s, out)
+    predicted: float | None  # the cost model's seconds for it
+    measured: float | None  # its measured median seconds, None when nothing was measured
+    records: list  # every candidate tried (tcomp.search.database.Record), in the order they ended
+    spread: float | None = None  # the winner's (slowest - fastest) / median in the final re-measurement
+    validated: str = ""  # how the winner's result was checked
+    kendall_tau: float | None = None  # the cost model's rank correlation over the measured candidates
+    description: str = ""  # the winner's point in words
+    finalists: list = field(default_factory=list)  # (source, median, spread) of the re-measurement
+
+
+class Progress:
+    """What a search reports while it runs; the CLI's progress bar overrides these."""
+
+    def stage(self, text: str) -> None:
+        pass
+
+    def update(self, *, screened: int = 0, built: int = 0, measured: int = 0, failed: int = 0,
+               best: float | None = None) -> None:
+        pass
+
+
+def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool = False, seed: int = 0, *,
+                 workers: int | None = None, timeout: float = 120.0, executor: Executor | None = None,
+                 gpus: int | None = None, progress: Progress | None = None, repeats: int = 10) -> SearchResult:
+    """Search for a fast, legal schedule of ``out`` (see the module docstring).
+
+    ``trials`` bounds the candidates measured; ``db`` is a tuning database path (None: the
+    default under the tcomp cache directory); ``workers`` the processes that screen and
+    build (default: every CPU core); ``timeout`` the seconds one candidate may take in
+    the runner; ``executor`` a ``concurrent.futures`` executor that runs
+    ``measure_batch`` (default: one thread per visible GPU, each with its own runner).
+    """
+    from ..codegen import simulator_enabled
+    from ..lang.canonical import workload_key
+
+    progress = progress or Progress()
+    rng = random.Random(seed)
+    space = Space(out)
+    workers = workers or os.cpu_count() or 1
+    measuring = not model_only and not simulator_enabled() and _gpu_count() > 0
+    database = TuningDatabase(db)
+    key = workload_key(out)
+    if trials == 0 and measuring:
+        best = database.best(key, current_target())
+        if best is not None and best.tcomp_version == tcomp_version():
+            return SearchResult(_winner_schedule(out, best.schedule), best.schedule, best.predicted, best.measured,
+                                [best], spread=best.spread, validated="matched the reference when it was measured",
+                                description="the best record of the tuning database")
+    screener = Screener(space, workers, target)
+    try:
+        progress.stage("screening the space")
+        pool = _Pool(space, screener, progress)
+        pool.draw(rng, max(MIN_DRAWS, DRAWS_PER_TRIAL * trials))
+        if not measuring:
+            return _model_only(out, space, pool, database, key, progress, timeout)
+        target_record = current_target()
+        search = _MeasuredSearch(out, space, pool, database, key, target_record, progress, timeout, repeats,
+                                 executor, gpus or _gpu_count(), workers)
+        try:
+            return search.run(rng, trials)
+        finally:
+            search.close()
+    finally:
+        screener.close()
+
+
+def _gpu_count() -> int:
+    try:
+        from numba import cuda
+
+        return len(cuda.gpus) if cuda.is_available() else 0
+    except Exception:  # NOTE: no driver, no device: the search runs on the model alone
+        return 0
+
+
+class _Pool:
+    """Every point screened so far, by its source (distinct points can print alike)."""
+
+    def __init__(self, space: Space, screener: Screener, progress: Progress):
+        self.space = space
+        self.screener = screener
+        self.progress = progress
+        self.seen: set = set()
+        self.by_source: dict = {}
+
+    def add(self, points: list) -> list:
+        fresh = [p for p in points if p is not None and p not in self.seen]
+        self.seen.update(fresh)
+        added = []
+        for screened in self.screener.screen(fresh):
+            if screened.source and screened.source not in self.by_source:
+                self.by_source[screened.source] = screened
+                added.append(screened)
+        self.progress.update(screened=len(fresh))
+        return added
+
+    def draw(self, rng: random.Random, n: int) -> list:
+        """Screen ``n`` drawn points: an equal share for each fusion choice."""
+        fusions = self.space.tileable_fusions()
+        points = [self.space.sample(rng, fusions[i % len(fusions)]) for i in range(n)]
+        return self.add(points)
+
+    def legal(self) -> list:
+        return sorted((s for s in self.by_source.values() if s.status == "ok"), key=lambda s: s.predicted)
+
+
+def _winner_schedule(out, source: str):
+    from ..schedule.schedule import replay
+
+    return replay(source, out)
+
+
+def _model_only(out, space, pool: _Pool, database, key, progress: Progress, timeout: float) -> SearchResult:
+    """Rank with the cost model alone; validate the best-predicted point that replays
+    and computes the right result."""
+    legal = pool.legal()
+    if not legal:
+        raise _no_legal(pool)
+    progress.stage("validating the model's choice")
+    target = current_target()
+    records = []
+    with tempfile.TemporaryDirectory(prefix="tcomp-bench-") as folder:
+        bench = prepare_bench(out, folder)
+        for screened in legal[:FINALISTS]:
+            m = measure_batch(bench, [screened.source], timeout=timeout, repeats=3, warmup=1)[0]
+            record = _record(key, target, screened, m)
+            records.append(record)
+            database.append(record)
+            if m.status == "ok":
+                where = "on the GPU" if m.measured is not None else "in the CUDA simulator"
+                return SearchResult(_winner_schedule(out, screened.source), screened.source, screened.predicted,
+                                    None, records, validated=f"matches tc.evaluate {where}",
+                                    description=screened.point.describe())
+            progress.update(failed=1)
+    raise _no_legal(pool, records)
+
+
+def _no_legal(pool: _Pool, records=()):
+    from ..errors import TcompError
+
+    statuses: dict = {}
+    for s in list(pool.by_source.values()) + list(records):
+        statuses[s.status] = statuses.get(s.status, 0) + 1
+    summary = ", ".join(f"{n} {status}" for status, n in sorted(statuses.items()))
+    return TcompError(f"the search found no candidate that is legal and correct ({summary or 'none drawn'})")
+
+
+def _record(key, target, screened: Screened, m: Measurement | None = None) -> Record:
+    if m is None:
+        return Record(workload=key, target=target, schedule=screened.source, status=screened.status,
+                      predicted=screened.predicted, error=screened.error)
+    return Record(workload=key, target=target, schedule=screened.source, status=m.status,
+                  predicted=screened.predicted, measured=m.measured, spread=m.spread, error=m.error)
+
+
+class _MeasuredSearch:
+    """Steps 4 to 7 of the module docstring, on one or more GPUs."""
+
+    BATCH = 4  # candidates a runner measures per call
+
+    def __init__(self, out, space, pool: _Pool, database, key, target, progress, timeout, repeats, executor,
+                 gpus: int, workers: int):
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        self.out, self.space, self.pool, self.database = out, space, pool, database
+        self.key, self.target, self.progress = key, target, progress
+        self.timeout, self.repeats = timeout, repeats
+        self.gpus = max(1, gpus)
+        self.executor = executor or ThreadPoolExecutor(self.gpus)
+        self.own_executor = executor is None
+        # NOTE: spawned, not forked: a build creates a CUDA context, which a forked child of
+        # a process that has one cannot
+        self.builders = ProcessPoolExecutor(max(1, workers - 1), mp_context=multiprocessing.get_context("spawn")) \
+            if workers > 1 else None
+        self.folder = tempfile.TemporaryDirectory(prefix="tcomp-bench-")
+        self.bench = prepare_bench(out, self.folder.name)
+        self.records: list = []
+        self.measured: dict = {}  # source -> Measurement of this search or the database
+        self.prior_versions: list = []
+        self._load_database()
+
+    def close(self):
+        if self.own_executor:
+            self.executor.shutdown()
+        if self.builders is not None:
+            self.builders.shutdown(cancel_futures=True)
+        self.folder.cleanup()
+
+    def _load_database(self):
+        for r in self.database.records(self.key, self.target):
+            if r.tcomp_version != tcomp_version():
+                if r.status == "ok":
+                    self.prior_versions.append(r)  # NOTE: replayed and validated before it can win
+                continue
+            self.measured[r.schedule] = Measurement(r.schedule, r.status, r.measured, r.spread, (), r.error)
+            if r.schedule not in self.pool.by_source:
+                self.pool.by_source[r.schedule] = Screened(None, r.schedule, "ok", r.predicted)
+
+    # ------------------------------------------------------------------ measuring
+
+    def _measure(self, screened: list) -> list:
+        """Measure ``screened`` candidates (built ahead in the pool), spread over the GPUs."""
+        if not screened:
+            return []
+        if self.builders is not None:
+            from .measure import prebuild
+
+            for f in [self.builders.submit(prebuild, self.bench, s.source) for s in screened]:
+                f.result()
+            self.progress.update(built=len(screened))
+        batches = [screened[n:n + self.BATCH] for n in range(0, len(screened), self.BATCH)]
+        futures = [self.executor.submit(measure_batch, self.bench, [s.source for s in batch], timeout=self.timeout,
+                                        repeats=self.repeats, gpu=n % self.gpus if self.gpus > 1 else None)
+                   for n, batch in enumerate(batches)]
+        done = []
+        for batch, future in zip(batches, futures):
+            for s, m in zip(batch, future.result()):
+                self.measured[s.source] = m
+                record = _record(self.key, self.target, s, m)
+                self.records.append(record)
+                self.database.append(record)
+                self.progress.update(measured=1, failed=int(m.status != "ok"), best=self._best_time())
+                done.append((s, m))
+        return done
+
+    def _best_time(self):
+        times = [m.measured for m in self.measured.values() if m.status == "ok" and m.measured is not None]
+        return min(times, default=None)
+
+    def _ranked_measured(self) -> list:
+        ok = [(m.measured, src) for src, m in self.measured.items() if m.status == "ok" and m.measured is not None]
+        return [src for _, src in sorted(ok)]
+
+    # ------------------------------------------------------------------ the procedure
+
+    def run(self, rng: random.Random, trials: int) -> SearchResult:
+        if self.prior_versions:
+            self.progress.stage(f"re-validating {len(self.prior_versions)} records of other tcomp versions")
+            olds = [Screened(None, r.schedule, "ok", r.predicted) for r in self.prior_versions[:trials or 4]]
+            self._measure(olds)
+        budget = trials
+        if budget > 0:
+            self.progress.stage("measuring the best predicted")
+            first = self._first_choices(max(1, budget // 2))
+            self._measure(first)
+            budget -= len(first)
+        while budget > 0:
+            self.progress.stage("refining around the best measured")
+            batch = self._refinements(rng, min(budget, self.BATCH * self.gpus))
+            if not batch:
+                break
+            self._measure(batch)
+            budget -= len(batch)
+        return self._select()
+
+    def _first_choices(self, n: int) -> list:
+        """The ``n`` best-predicted candidates not measured yet, the best of every
+        fusion choice first (so that each partition is measured at least once)."""
+        legal = [s for s in self.pool.legal() if s.source not in self.measured]
+        chosen, partitions = [], set()
+        for s in legal:
+            fusion = s.point.fusion if s.point is not None else None
+            if fusion not in partitions:
+                partitions.add(fusion)
+                chosen.append(s)
+        for s in legal:
+            if len(chosen) >= n:
+                break
+            if s not in chosen:
+                chosen.append(s)
+        return chosen[:n]
+
+    def _refinements(self, rng: random.Random, n: int) -> list:
+        best = [self.pool.by_source[src] for src in self._ranked_measured()[:3]]
+        parents = [s.point for s in best if s.point is not None]
+        if not parents:
+            self.pool.draw(rng, 8 * n)
+        else:
+            mutants = []
+            for _ in range(16 * n):
+                child = self.space.mutate(rng.choice(parents), rng)
+                if child is not None:
+                    mutants.append(child)
+            self.pool.add(mutants)
+        return [s for s in self.pool.legal() if s.source not in self.measured][:n]
+
+    def _select(self) -> SearchResult:
+        ranked = [src for src in self._ranked_measured()
+                  if self.measured[src].measured is not None][:FINALISTS]
+        if not ranked:
+            raise _no_legal(self.pool, self.records)
+        self.progress.stage("re-measuring the finalists interleaved")
+        times: dict = {src: [] for src in ranked}
+        for _ in range(FINAL_ROUNDS):
+            for src, m in zip(ranked, measure_batch(self.bench, ranked, timeout=self.timeout, repeats=self.repeats)):
+                if m.status == "ok":
+                    times[src].extend(m.times)
+        import numpy as np
+
+        finalists = []
+        for src, ts in times.items():
+            if ts:
+                median = float(np.median(ts))
+                finalists.append((src, median, float((max(ts) - min(ts)) / median)))
+        finalists.sort(key=lambda f: f[1])
+        if not finalists:
+            raise _no_legal(self.pool, self.records)
+        source, median, spread = finalists[0]
+        screened = self.pool.by_source[source]
+        point = screened.point
+        return SearchResult(_winner_schedule(self.out, source), source, screened.predicted, median, self.records,
+                            spread=spread, validated="matches tc.evaluate on the GPU",
+                            kendall_tau=kendall_tau(self._pairs()),
+                            description=point.describe() if point is not None else "from the tuning database",
+                            finalists=finalists)
+
+    def _pairs(self) -> list:
+        return [(self.pool.by_source[src].predicted, m.measured) for src, m in self.measured.items()
+                if m.status == "ok" and m.measured is not None and src in self.pool.by_source
+                and self.pool.by_source[src].predicted is not None]
+
+
+def kendall_tau(pairs: list) -> float | None:
+    """Kendall's tau-b of ``[(predicted, measured), ...]``; None for fewer than 2 pairs."""
+    n = len(pairs)
+    if n < 2:
+        return None
+    concordant = discordant = ties_x = ties_y = 0
+    for a in range(n):
+        for b in range(a + 1, n):
+            dx = pairs[a][0] - pairs[b][0]
+            dy = pairs[a][1] - pairs[b][1]
+            if dx == 0 and dy == 0:
+                continue
+            if dx == 0:
+                ties_x += 1
+            elif dy == 0:
+                ties_y += 1
+            elif (dx > 0) == (dy > 0):
+                concordant += 1
+            else:
+                discordant += 1
+    denominator = ((concordant + discordant + ties_x) * (concordant + discordant + ties_y)) ** 0.5
+    return (concordant - discordant) / denominator if denominator else None
+
+
+__all__ = ["Progress", "SearchResult", "autoschedule", "kendall_tau"]
