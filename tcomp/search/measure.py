@@ -20,8 +20,9 @@ is replaced by a fresh one (a fresh CUDA context) before the next candidate.
 ``measure_batch`` is a plain function of picklable arguments, so that a
 ``concurrent.futures`` executor (threads, a local process pool, or a cluster's such as
 Dask's, given a shared folder) can run batches on several GPUs. The environment variable
-``TCOMP_MEASURE_FAULT`` (``crash``, ``hang`` or ``wrong``) makes the child fail on purpose,
-so that tests can check that each case is recorded.
+``TCOMP_MEASURE_FAULT`` (``crash``, ``hang`` or ``wrong``, optionally ``:TEXT`` to hit only
+the sources that contain TEXT) makes the child fail on purpose, so that tests can check
+that each case is recorded and the candidates after it are still measured.
 """
 
 from __future__ import annotations
@@ -206,7 +207,9 @@ class _Child:
         from ..schedule.schedule import replay
         from ..validation import compare
 
-        fault = os.environ.get("TCOMP_MEASURE_FAULT", "")
+        fault, _, marker = os.environ.get("TCOMP_MEASURE_FAULT", "").partition(":")
+        if marker and marker not in request["source"]:
+            fault = ""
         s = replay(request["source"], self.out)
         try:
             mod = tc.build(s)

@@ -38,6 +38,8 @@ from .space import Space
 DRAWS_PER_TRIAL = 6
 #: the fewest points drawn (model-only searches draw these and measure none)
 MIN_DRAWS = 96
+#: how many mutants of the best measured to screen per candidate measured in refinement
+MUTANTS_PER_TRIAL = 4
 #: how many contenders the final interleaved re-measurement compares
 FINALISTS = 3
 #: rounds of the interleaved re-measurement
@@ -82,14 +84,13 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
     the runner; ``executor`` a ``concurrent.futures`` executor that runs
     ``measure_batch`` (default: one thread per visible GPU, each with its own runner).
     """
-    from ..codegen import simulator_enabled
     from ..lang.canonical import workload_key
 
     progress = progress or Progress()
     rng = random.Random(seed)
     space = Space(out)
     workers = workers or os.cpu_count() or 1
-    measuring = not model_only and not simulator_enabled() and _gpu_count() > 0
+    measuring = not model_only and _can_measure()
     database = TuningDatabase(db)
     key = workload_key(out)
     if trials == 0 and measuring:
@@ -114,6 +115,13 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
             search.close()
     finally:
         screener.close()
+
+
+def _can_measure() -> bool:
+    """Is there a GPU to time candidates on (not Numba's simulator)?"""
+    from ..codegen import simulator_enabled
+
+    return not simulator_enabled() and _gpu_count() > 0
 
 
 def _gpu_count() -> int:
@@ -289,7 +297,9 @@ class _MeasuredSearch:
     def run(self, rng: random.Random, trials: int) -> SearchResult:
         if self.prior_versions:
             self.progress.stage(f"re-validating {len(self.prior_versions)} records of other tcomp versions")
-            olds = [Screened(None, r.schedule, "ok", r.predicted) for r in self.prior_versions[:trials or 4]]
+            olds = [Screened(None, r.schedule, "ok", r.predicted) for r in self.prior_versions[:max(trials, 4)]]
+            for s in olds:
+                self.pool.by_source.setdefault(s.source, s)
             self._measure(olds)
         budget = trials
         if budget > 0:
@@ -327,10 +337,10 @@ class _MeasuredSearch:
         best = [self.pool.by_source[src] for src in self._ranked_measured()[:3]]
         parents = [s.point for s in best if s.point is not None]
         if not parents:
-            self.pool.draw(rng, 8 * n)
+            self.pool.draw(rng, MUTANTS_PER_TRIAL * n)
         else:
             mutants = []
-            for _ in range(16 * n):
+            for _ in range(MUTANTS_PER_TRIAL * n):
                 child = self.space.mutate(rng.choice(parents), rng)
                 if child is not None:
                     mutants.append(child)

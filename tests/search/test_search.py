@@ -1,0 +1,147 @@
+"""The search (tcomp/search/search.py). Model-only end to end in the simulator; the
+measured procedure with a stand-in for the GPU runner (times drawn from the cost model's
+prediction and the source's hash): trials bound the measurements, a fixed seed repeats
+the trials, a second search resumes from the database, records of another tcomp
+version are re-measured before they count, and failures are recorded while the search
+goes on."""
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import tcomp as tc
+import tcomp.search.search as search
+from tcomp.search.measure import Measurement
+from tcomp.search.search import kendall_tau
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import matmul_silu_quant  # noqa: E402
+
+FAKE_GPU = {"gpu": "stand-in GPU", "sms": 132, "cc": [9, 0], "driver": [13, 0], "numba_cuda": "test"}
+
+
+def _noise(source: str) -> float:
+    return 0.8 + 0.4 * int(hashlib.sha256(source.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF
+
+
+class FakeRunner:
+    """measure_batch without a GPU: a time from the source's hash; chosen sources crash."""
+
+    def __init__(self, crash_every: int = 0):
+        self.calls: list = []
+        self.crash_every = crash_every
+
+    def __call__(self, bench, sources, **kwargs):
+        out = []
+        for src in sources:
+            self.calls.append(src)
+            if self.crash_every and len(self.calls) % self.crash_every == 0:
+                out.append(Measurement(src, "crash", error="an illegal memory access (stand-in)"))
+                continue
+            t = 1e-3 * _noise(src)
+            out.append(Measurement(src, "ok", t, 0.01, (t, t * 1.01, t * 0.99)))
+        return out
+
+
+@pytest.fixture
+def fake_gpu(monkeypatch):
+    runner = FakeRunner()
+    monkeypatch.setattr(search, "measure_batch", runner)
+    monkeypatch.setattr(search, "_can_measure", lambda: True)
+    monkeypatch.setattr(search, "current_target", lambda: dict(FAKE_GPU))
+    monkeypatch.setattr(search, "MIN_DRAWS", 12)
+    monkeypatch.setattr(search, "MUTANTS_PER_TRIAL", 2)
+    return runner
+
+
+def _algorithm():
+    return matmul_silu_quant.algorithm(32, 32, 32)
+
+
+def _measured(runner):
+    return [src for src in runner.calls]
+
+
+def test_trials_bound_the_measurements_and_the_seed_fixes_them(fake_gpu, tmp_path):
+    result = tc.autoschedule(_algorithm(), trials=6, db=tmp_path / "a.jsonl", workers=1, seed=5)
+    trial_sources = [r.schedule for r in result.records]
+    assert len(trial_sources) == 6 and len(set(trial_sources)) == 6
+    best = min((r for r in result.records if r.status == "ok"), key=lambda r: r.measured)
+    assert result.source in [f[0] for f in result.finalists] and result.measured is not None
+    assert result.spread is not None and result.kendall_tau is not None
+    assert best.schedule in [f[0] for f in result.finalists]
+    again = tc.autoschedule(_algorithm(), trials=6, db=tmp_path / "b.jsonl", workers=1, seed=5)
+    assert [r.schedule for r in again.records] == trial_sources
+    other = tc.autoschedule(_algorithm(), trials=6, db=tmp_path / "c.jsonl", workers=1, seed=6)
+    assert [r.schedule for r in other.records] != trial_sources
+
+
+def test_the_first_measurements_cover_every_partition(fake_gpu, tmp_path):
+    result = tc.autoschedule(_algorithm(), trials=8, db=tmp_path / "db.jsonl", workers=1)
+    kernels = set()
+    for r in result.records[:4]:
+        kernels.add(r.schedule.count("blockIdx.x"))
+    assert len(kernels) > 1  # one, two and three kernels among the first measured
+
+
+def test_a_second_search_resumes_and_trials_zero_returns_the_best_at_once(fake_gpu, tmp_path):
+    db = tmp_path / "db.jsonl"
+    first = tc.autoschedule(_algorithm(), trials=4, db=db, workers=1)
+    before = len(fake_gpu.calls)
+    second = tc.autoschedule(_algorithm(), trials=4, db=db, workers=1)
+    fresh = [r.schedule for r in second.records]
+    assert not set(fresh) & {r.schedule for r in first.records}  # nothing measured twice
+    assert second.measured <= first.measured * 1.05
+    calls = len(fake_gpu.calls)
+    assert calls > before
+    best = tc.autoschedule(_algorithm(), trials=0, db=db, workers=1)
+    assert len(fake_gpu.calls) == calls  # nothing measured
+    lines = [json.loads(line) for line in db.read_text().splitlines()]
+    assert best.measured == min(r["measured"] for r in lines if r["status"] == "ok")
+    tc.check(best.schedule)
+
+
+def test_records_of_another_version_are_re_measured_before_they_count(fake_gpu, tmp_path):
+    db = tmp_path / "db.jsonl"
+    tc.autoschedule(_algorithm(), trials=3, db=db, workers=1)
+    lines = [json.loads(line) for line in db.read_text().splitlines()]
+    for line in lines:
+        line["tcomp_version"] = "0.0.1-other"
+        line["measured"] = 1e-9  # unbelievably fast: must not win unchecked
+    db.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    fake_gpu.calls.clear()
+    result = tc.autoschedule(_algorithm(), trials=3, db=db, workers=1)
+    old = {line["schedule"] for line in lines}
+    assert old <= set(fake_gpu.calls[:len(old)])  # replayed and validated first
+    assert result.measured > 1e-6
+
+
+def test_failures_are_recorded_and_the_search_goes_on(fake_gpu, tmp_path):
+    fake_gpu.crash_every = 2
+    result = tc.autoschedule(_algorithm(), trials=6, db=tmp_path / "db.jsonl", workers=1)
+    statuses = [r.status for r in result.records]
+    assert "crash" in statuses and "ok" in statuses
+    assert "illegal memory access" in next(r.error for r in result.records if r.status == "crash")
+    assert result.measured is not None
+
+
+def test_model_only_search_validates_its_choice_in_the_simulator(tmp_path, monkeypatch):
+    monkeypatch.setattr(search, "MIN_DRAWS", 12)
+    out = _algorithm()
+    result = tc.autoschedule(out, trials=4, model_only=True, db=tmp_path / "db.jsonl", workers=1)
+    assert result.measured is None and result.predicted > 0
+    assert "matches tc.evaluate" in result.validated
+    replayed = tc.create_schedule(out)
+    exec(result.source, globals())
+    schedule(replayed, out)  # noqa: F821  (defined by the exec)
+    assert str(tc.lower(replayed)) == str(tc.lower(result.schedule))
+    assert [r.status for r in result.records][-1] == "ok"
+
+
+def test_kendall_tau():
+    assert kendall_tau([(1, 1), (2, 2), (3, 3)]) == pytest.approx(1.0)
+    assert kendall_tau([(1, 3), (2, 2), (3, 1)]) == pytest.approx(-1.0)
+    assert kendall_tau([(1, 1)]) is None

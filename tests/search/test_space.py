@@ -1,0 +1,135 @@
+"""The search space (tcomp/search/space.py, rules.py): the partitions of a chain, the
+hand ladder's best rungs as points of the space, sampling and mutation that stay inside
+it, and a rule registered from outside joining it."""
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+import tcomp as tc
+from tcomp.search.rules import matrix_product_operands
+from tcomp.search.space import Point, Rule, Space, _RULES, register_rule
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+import ffn_bf16  # noqa: E402
+import matmul_silu_quant  # noqa: E402
+import sgemm_ladder  # noqa: E402
+
+
+def _params(**p):
+    return tuple(sorted(p.items()))
+
+
+BLOCK_2D = dict(BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, vector=1, double_buffer=False, k_unroll=1)
+LADDER_POINTS = {
+    "blocktile_2d": ("block_tiling", BLOCK_2D),
+    "vectorized": ("block_tiling", {**BLOCK_2D, "transpose_a": True, "vector": 4}),
+    "double_buffered": ("block_tiling", {**BLOCK_2D, "transpose_a": True, "vector": 4, "double_buffer": True}),
+    "vectorized_bk16": ("block_tiling", {**BLOCK_2D, "BK": 16, "transpose_a": True, "vector": 4}),
+    "warptiled": ("warp_tiling", dict(BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, k_unroll=4,
+                                      double_buffer=True)),
+}
+
+
+@pytest.mark.parametrize("rung", sorted(LADDER_POINTS))
+def test_the_ladders_best_rungs_are_points_of_the_space(rung):
+    out = sgemm_ladder.algorithm(512, 512, 512)
+    space = Space(out)
+    rule, params = LADDER_POINTS[rung]
+    point = Point((), (("C", rule, _params(**params)),))
+    assert space.contains(point)
+    hand = tc.create_schedule(out)
+    sgemm_ladder.SCHEDULES[rung](hand, out)
+    assert str(tc.lower(space.schedule(point))) == str(tc.lower(hand))
+
+
+def test_the_fused_examples_hand_schedule_is_a_point_of_the_space():
+    out = matmul_silu_quant.algorithm(256, 256, 256)
+    space = Space(out)
+    params = {**BLOCK_2D, "transpose_a": True, "vector": 4, "double_buffer": True}
+    point = Point((("C", "fused"), ("Y", "inline")), (("Q", "block_tiling", _params(**params)),))
+    assert space.contains(point)
+    hand = tc.create_schedule(out)
+    matmul_silu_quant.schedule(hand, out)
+    assert str(tc.lower(space.schedule(point))) == str(tc.lower(hand))
+
+
+def test_a_chain_of_three_operators_has_four_partitions():
+    space = Space(matmul_silu_quant.algorithm(64, 64, 64))
+    assert space.options == {"C": ("fused", "root"), "Y": ("inline", "root")}
+    got = {frozenset(frozenset(g) for g in p) for p in space.partitions()}
+    want = {frozenset(frozenset(g) for g in p) for p in
+            ([{"C", "Y", "Q"}], [{"C", "Y"}, {"Q"}], [{"C"}, {"Y", "Q"}], [{"C"}, {"Y"}, {"Q"}])}
+    assert got == want
+
+
+def test_a_chain_of_four_operators_has_eight_partitions():
+    space = Space(ffn_bf16.algorithm(64, 64, 64))
+    assert len(space.partitions()) == 8
+
+
+def test_a_reduction_is_never_inlined_and_a_shared_stage_stays_at_root():
+    A = tc.placeholder((8, 8), "float32", name="A")
+    Y = tc.compute((8, 8), lambda i, j: tc.silu(A[i, j]), name="Y")
+    Z = tc.compute((8, 8), lambda i, j: Y[i, j] + 1.0, name="Z")
+    P = tc.compute((8, 8), lambda i, j: Z[i, j] * Y[j, i], name="P")
+    space = Space(P)
+    assert space.options == {"Y": ("root",), "Z": ("inline", "root")}
+    out = matmul_silu_quant.algorithm(64, 64, 64)
+    assert "inline" not in Space(out).options["C"]
+
+
+def test_matrix_products_are_recognised_through_casts():
+    out = ffn_bf16.algorithm(64, 64, 64)
+    s = tc.create_schedule(out)
+    assert matrix_product_operands(s["C"].op) == ("A", "W")
+    assert matrix_product_operands(s["Q"].op) is None
+
+
+def test_samples_and_mutations_stay_in_the_space_and_follow_the_seed():
+    space = Space(matmul_silu_quant.algorithm(256, 256, 256))
+
+    def walk(seed):
+        rng = random.Random(seed)
+        points = [space.sample(rng) for _ in range(20)]
+        points += [space.mutate(p, rng) for p in points]
+        return [p for p in points if p is not None]
+
+    points = walk(3)
+    assert len(points) > 25 and all(space.contains(p) for p in points)
+    assert walk(3) == points and walk(4) != points
+    assert len({p.fusion for p in points}) > 1
+
+
+def test_a_registered_rule_joins_the_space():
+    class OneThreadPerRow(Rule):
+        name = "one_thread_per_row_test"
+
+        def applies(self, group, space):
+            return not group.fused and not space.stages[group.anchor].reduction
+
+        def choices(self, group, space):
+            return {"threads": [32]}
+
+        def apply(self, s, group, p):
+            i, j = s[group.anchor].axis
+            bo, t = s[group.anchor].split(i, p["threads"])
+            s[group.anchor].bind(bo, "blockIdx.x")
+            s[group.anchor].bind(t, "threadIdx.x")
+
+    rule = register_rule(OneThreadPerRow())
+    try:
+        A = tc.placeholder((64, 8), "float32", name="A")
+        Y = tc.compute((64, 8), lambda i, j: tc.silu(A[i, j]), name="Y")
+        space = Space(Y)
+        assert rule in space.rules_for(space.groups(())[0])
+        point = Point((), (("Y", rule.name, (("threads", 32),)),))
+        assert space.contains(point)
+        tc.check(space.schedule(point))
+        with pytest.raises(ValueError, match="registered already"):
+            register_rule(OneThreadPerRow())
+    finally:
+        _RULES.remove(rule)
