@@ -1,6 +1,8 @@
 """The ``tcomp`` command line.
 
     tcomp demo  [--shape M=32,N=32,K=16]            matmul + SiLU + int8 quantization, end to end
+    tcomp autoschedule FILE [--shape ..] [--trials N] [--out PATH] [--db PATH] [--target NAME]
+                       [--model-only] [--workers N] [--timeout S] [--seed N]   search for a schedule
     tcomp check FILE [--schedule PATH] [--shape ..]  is the schedule legal?
     tcomp bench FILE [--schedule PATH] [--shape ..] [--repeat N]   time it on the GPU
     tcomp explain FILE [--schedule PATH] [--shape ..] [--target NAME]  the cost model's account of it
@@ -9,7 +11,7 @@ Exit status: 0 success; 1 the answer is "no" (an illegal schedule, results that 
 from the reference); 2 a user error (a file that is missing or defines no
 ``algorithm``, a bad option, no GPU for ``bench``): one message, no traceback.
 
-One module per command (``demo``, ``check``, ``bench``, ``explain``), each with its
+One module per command (``demo``, ``autoschedule``, ``check``, ``bench``, ``explain``), each with its
 ``add_parser`` and ``run``; ``common`` holds what they share.
 
 NOTE: nothing here imports numba (or tcomp, which may) at module level: ``tcomp demo``
@@ -22,7 +24,7 @@ import argparse
 import sys
 import warnings
 
-from . import bench, check, demo, explain
+from . import autoschedule, bench, check, demo, explain
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -33,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    for command in (demo, check, bench, explain):
+    for command in (demo, autoschedule, check, bench, explain):
         command.add_parser(sub)
     return parser
 
