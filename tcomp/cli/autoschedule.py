@@ -218,31 +218,38 @@ def _plot(args, result) -> None:
 
 
 def _write(args, shape, result) -> None:
+    write_schedule_file(args.out, result, args.file, shape, args.target, args.shape)
+    print(f"written: {args.out}", flush=True)
+
+
+def write_schedule_file(path, result, workload_file: str, shape: dict, target_name: str = "h200",
+                        shape_option: str | None = None) -> None:
+    """Write ``result``'s winner to ``path`` as a schedule file with a comment header:
+    workload, shape, target, measured time, date, and the command that replays it."""
     from ..cost.report import fmt_time
     from ..search.database import current_target
 
-    target = current_target() if result.measured is not None else {"gpu": f"cost model {args.target} (not measured)"}
+    target = current_target() if result.measured is not None else {"gpu": f"cost model {target_name} (not measured)"}
     measured = fmt_time(result.measured) if result.measured is not None else "not measured (cost model only)"
     header = [
-        f'"""Schedule of {os.path.basename(args.file)} found by tcomp autoschedule.',
+        f'"""Schedule of {os.path.basename(workload_file)} found by tcomp autoschedule.',
         "",
-        f"workload: {args.file}",
+        f"workload: {workload_file}",
         f"shape:    {format_shape(shape)}",
         f"target:   {target.get('gpu')}" + (f" ({target.get('sms')} SMs)" if target.get("sms") else ""),
         f"measured: {measured}" + (f", predicted {fmt_time(result.predicted)}" if result.predicted else ""),
         f"point:    {result.description}",
         f"date:     {datetime.date.today().isoformat()}",
         "",
-        f"    tcomp bench {args.file} --schedule {args.out}" + (f" --shape {args.shape}" if args.shape else ""),
+        f"    tcomp bench {workload_file} --schedule {path}" + (f" --shape {shape_option}" if shape_option else ""),
         '"""',
         "",
         "",
     ]
-    folder = os.path.dirname(os.path.abspath(args.out))
+    folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    with open(args.out, "w", encoding="utf-8") as f:
+    with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(header) + result.source)
-    print(f"written: {args.out}", flush=True)
 
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "write_schedule_file"]
