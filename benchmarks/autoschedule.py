@@ -177,7 +177,7 @@ def run_case(case, trials, out_dir, db, workers):
     result = tc.autoschedule(out, trials=trials, db=db, seed=0, workers=workers)
     wall = time.perf_counter() - t0
     print(f"search: {wall:.0f} s wall, winner {result.measured * 1e3:.4f} ms: {result.description}", flush=True)
-    sched_path = os.path.join(out_dir, "schedules", f"{name}.py")
+    sched_path = os.path.join("schedules", f"{name}.py")  # NOTE: main() runs in out_dir
     write_schedule_file(sched_path, result, f"examples/{example}", shape,
                         shape_option=",".join(f"{k}={v}" for k, v in shape.items()))
     rows = [("searched", result.source)] + [(f"hand: {h}", _hand_source(workload.module, h, out)) for h in hands]
@@ -225,7 +225,9 @@ def main(argv=None) -> int:
     parser.add_argument("--workers", type=int, default=None)
     args = parser.parse_args(argv)
     os.makedirs(args.out_dir, exist_ok=True)
-    db = args.db or os.path.join(args.out_dir, "tuning.jsonl")
+    db = os.path.abspath(args.db or os.path.join(args.out_dir, "tuning.jsonl"))
+    args.out_dir = os.path.abspath(args.out_dir)
+    os.chdir(args.out_dir)
     for case in args.cases.split(","):
         run_case(case, args.trials, args.out_dir, db, args.workers)
     return 0

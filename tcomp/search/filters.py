@@ -10,22 +10,24 @@
    shared memory) is "over capacity";
 4. the rank: ``tc.estimate``'s predicted seconds.
 
-A check that runs longer than ``CHECK_SECONDS`` is recorded as a timeout (the polyhedral
-flow analysis can take minutes on a few layouts), so one slow point cannot stall the
-search. ``screen_many`` runs screens in a pool of worker processes.
+Each point is screened in a forked process of its own, killed after ``CHECK_SECONDS``
+and recorded as a timeout: the polyhedral flow analysis can take minutes on a few
+layouts, inside one isl call that no signal interrupts, and one slow point must not
+stall the search. :class:`Screener` runs ``workers`` such processes at a time.
 """
 
 from __future__ import annotations
 
+import os
 import pickle
-import signal
-from concurrent.futures import ProcessPoolExecutor
+import selectors
+import time
 from dataclasses import dataclass
 
 from .space import Point, Space
 
 #: the longest one point's check and estimate may take
-CHECK_SECONDS = 20
+CHECK_SECONDS = 10
 
 
 @dataclass(frozen=True)
@@ -39,16 +41,8 @@ class Screened:
     error: str = ""
 
 
-class _CheckTimeout(Exception):
-    pass
-
-
-def _alarm(signum, frame):
-    raise _CheckTimeout()
-
-
-def screen(space: Space, point: Point, target="h200", seconds: int = CHECK_SECONDS) -> Screened:
-    """Apply, check and estimate ``point`` (see the module docstring)."""
+def screen(space: Space, point: Point, target="h200") -> Screened:
+    """Apply, check and estimate ``point`` in this process (see the module docstring)."""
     from ..check import check
     from ..cost import estimate
     from ..errors import CapacityError, TcompError
@@ -58,23 +52,13 @@ def screen(space: Space, point: Point, target="h200", seconds: int = CHECK_SECON
     except TcompError as err:
         return Screened(point, status="illegal", error=f"{type(err).__name__}: {err}")
     source = s.trace_source(with_sites=False)
-    timed = seconds > 0 and hasattr(signal, "SIGALRM")
-    old = signal.signal(signal.SIGALRM, _alarm) if timed else None
-    if timed:
-        signal.alarm(seconds)
     try:
         check(s)
         est = estimate(s, target=target)
-    except _CheckTimeout:
-        return Screened(point, source, "timeout", error=f"the check took over {seconds} s")
     except CapacityError as err:
         return Screened(point, source, "over capacity", error=str(err))
     except TcompError as err:
         return Screened(point, source, "illegal", error=f"{type(err).__name__}: {err}")
-    finally:
-        if timed:
-            signal.alarm(0)
-            signal.signal(signal.SIGALRM, old)
     unfit = [k for k in est.kernels if not k.fits]
     if unfit:
         notes = "; ".join(n for k in unfit for n in k.notes) or f"kernel {unfit[0].name} does not fit on an SM"
@@ -82,42 +66,75 @@ def screen(space: Space, point: Point, target="h200", seconds: int = CHECK_SECON
     return Screened(point, source, "ok", est.predicted_seconds)
 
 
-# ---------------------------------------------------------------------- the pool
-
-_worker_space: Space | None = None
-
-
-def _init_worker(out_pickle: bytes) -> None:
-    global _worker_space
-    _worker_space = Space(pickle.loads(out_pickle))
-
-
-def _screen_in_worker(point: Point, target) -> Screened:
-    return screen(_worker_space, point, target)
-
-
 class Screener:
-    """Screens points in ``workers`` processes (in this process when ``workers`` is 1)."""
+    """Screens points, each in a forked process with a time limit, ``workers`` at a time."""
 
-    def __init__(self, space: Space, workers: int = 1, target="h200"):
+    def __init__(self, space: Space, workers: int = 1, target="h200", seconds: float = CHECK_SECONDS):
         self.space = space
         self.target = target
-        self.pool = None
-        if workers > 1:
-            import multiprocessing
-
-            self.pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                            initializer=_init_worker, initargs=(pickle.dumps(space.out),))
+        self.workers = max(1, workers)
+        self.seconds = seconds
 
     def screen(self, points: list) -> list:
         """The screens of ``points``, in their order."""
-        if self.pool is None:
-            return [screen(self.space, p, self.target) for p in points]
-        return list(self.pool.map(_screen_in_worker, points, [self.target] * len(points), chunksize=4))
+        results: list = [None] * len(points)
+        running: dict = {}  # read end -> (index, pid, deadline, chunks)
+        todo = list(enumerate(points))
+        with selectors.DefaultSelector() as sel:
+            while todo or running:
+                while todo and len(running) < self.workers:
+                    index, point = todo.pop(0)
+                    fd, pid = self._fork(point)
+                    running[fd] = (index, pid, time.monotonic() + self.seconds, [])
+                    sel.register(fd, selectors.EVENT_READ)
+                wait = min(deadline for _, _, deadline, _ in running.values()) - time.monotonic()
+                for key, _ in sel.select(max(0.0, wait)):
+                    fd = key.fd
+                    data = os.read(fd, 1 << 20)
+                    if data:
+                        running[fd][3].append(data)
+                        continue
+                    index, pid, _, chunks = running.pop(fd)
+                    sel.unregister(fd)
+                    os.close(fd)
+                    os.waitpid(pid, 0)
+                    results[index] = self._result(points[index], b"".join(chunks))
+                now = time.monotonic()
+                for fd, (index, pid, deadline, _) in list(running.items()):
+                    if now >= deadline:
+                        os.kill(pid, 9)
+                        os.waitpid(pid, 0)
+                        sel.unregister(fd)
+                        os.close(fd)
+                        del running[fd]
+                        results[index] = Screened(points[index], status="timeout",
+                                                  error=f"the check took over {self.seconds:g} s")
+        return results
+
+    def _fork(self, point: Point) -> tuple:
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: screen, answer, exit without running the parent's cleanup
+            os.close(read)
+            try:
+                data = pickle.dumps(screen(self.space, point, self.target))
+            except BaseException as err:  # NOTE: reported as the point's error
+                data = pickle.dumps(Screened(point, status="illegal", error=f"{type(err).__name__}: {err}"))
+            with os.fdopen(write, "wb") as f:
+                f.write(data)
+            os._exit(0)
+        os.close(write)
+        return read, pid
+
+    @staticmethod
+    def _result(point: Point, data: bytes) -> Screened:
+        try:
+            return pickle.loads(data)
+        except Exception:  # NOTE: the child died before answering
+            return Screened(point, status="illegal", error="the screening process died without an answer")
 
     def close(self) -> None:
-        if self.pool is not None:
-            self.pool.shutdown(cancel_futures=True)
+        pass
 
 
 __all__ = ["CHECK_SECONDS", "Screened", "Screener", "screen"]
