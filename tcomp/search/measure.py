@@ -74,10 +74,27 @@ def prepare_bench(out, folder, seed: int = 0) -> str:
     s = create_schedule(out)
     feeds = random_inputs(s, seed=seed)
     for n, (t, a) in enumerate(feeds.items()):
-        np.save(os.path.join(folder, f"input{n}.npy"), a)
+        np.save(os.path.join(folder, f"input{n}.npy"), _storage(a, t.dtype))
     for n, t in enumerate(s.outputs):
-        np.save(os.path.join(folder, f"reference{n}.npy"), evaluate(t, feeds))
+        np.save(os.path.join(folder, f"reference{n}.npy"), _storage(evaluate(t, feeds), t.dtype))
     return os.fspath(folder)
+
+
+def _storage(array, dtype: str):
+    """``array`` as numpy can save it: 16- and 8-bit floats as their unsigned-integer bits
+    (``numpy.save`` does not keep ml_dtypes' types)."""
+    from ..dtypes import DEVICE_STORAGE
+
+    return array.view(DEVICE_STORAGE[dtype]) if dtype in DEVICE_STORAGE else array
+
+
+def load_array(path, dtype: str):
+    """An array that :func:`prepare_bench` saved, with its tcomp ``dtype`` restored."""
+    import numpy as np
+
+    from ..dtypes import host_dtype
+
+    return np.load(path).view(host_dtype(dtype))
 
 
 def measure_batch(bench: str, sources: list, *, timeout: float = 120.0, repeats: int = 10, warmup: int = 3,
@@ -106,6 +123,9 @@ def prebuild(bench: str, source: str) -> str:
     except Exception as err:  # NOTE: recorded when the runner meets it
         return f"{type(err).__name__}: {err}"
     return ""
+
+
+_TIMED_OUT = object()
 
 
 class _Runner:
@@ -148,11 +168,14 @@ class _Runner:
         except OSError:
             pass
         answer = self._read_answer(timeout)
-        if answer is None:
-            if self.proc.poll() is None:
-                self.close()
-                return Measurement(source, "timeout", error=f"no answer within {timeout:g} s")
-            code = self.proc.wait()
+        if answer is _TIMED_OUT:
+            self.close()
+            return Measurement(source, "timeout", error=f"no answer within {timeout:g} s")
+        if answer is None:  # the child closed its output: it is exiting
+            try:
+                code = self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                code = "unknown (it closed its output and did not exit)"
             tail = "".join(self.log)[-ERROR_CHARS:]
             self.close()
             return Measurement(source, "crash", error=f"the measuring process exited with status {code}: {tail}")
@@ -169,7 +192,7 @@ class _Runner:
             while True:
                 left = deadline - time.monotonic()
                 if left <= 0 or not sel.select(left):
-                    return None
+                    return _TIMED_OUT
                 line = self.proc.stdout.readline()
                 if not line:
                     return None
@@ -185,8 +208,6 @@ class _Child:
     """Holds the bench (inputs on the device, in rotated copies) and the modules built."""
 
     def __init__(self, bench: str):
-        import numpy as np
-
         from ..schedule import create_schedule
 
         with open(os.path.join(bench, "algorithm.pickle"), "rb") as f:
@@ -194,8 +215,10 @@ class _Child:
         s = create_schedule(self.out)
         self.placeholders = list(s.placeholders)
         self.outputs = list(s.outputs)
-        self.inputs = [np.load(os.path.join(bench, f"input{n}.npy")) for n in range(len(self.placeholders))]
-        self.references = [np.load(os.path.join(bench, f"reference{n}.npy")) for n in range(len(self.outputs))]
+        self.inputs = [load_array(os.path.join(bench, f"input{n}.npy"), t.dtype)
+                       for n, t in enumerate(self.placeholders)]
+        self.references = [load_array(os.path.join(bench, f"reference{n}.npy"), t.dtype)
+                           for n, t in enumerate(self.outputs)]
         self.device_inputs = None
 
     def run(self, request: dict) -> dict:

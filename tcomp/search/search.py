@@ -216,7 +216,7 @@ def _record(key, target, screened: Screened, m: Measurement | None = None) -> Re
 class _MeasuredSearch:
     """Steps 4 to 7 of the module docstring, on one or more GPUs."""
 
-    BATCH = 4  # candidates a runner measures per call
+    BATCH = 8  # candidates a runner measures per call
 
     def __init__(self, out, space, pool: _Pool, database, key, target, progress, timeout, repeats, executor,
                  gpus: int, workers: int):
@@ -260,19 +260,29 @@ class _MeasuredSearch:
     # ------------------------------------------------------------------ measuring
 
     def _measure(self, screened: list) -> list:
-        """Measure ``screened`` candidates (built ahead in the pool), spread over the GPUs."""
+        """Measure ``screened`` candidates, spread over the GPUs: every one is built in the
+        pool at once, and each batch goes to a runner as soon as its own builds are done,
+        so that the GPU measures while later candidates compile."""
         if not screened:
             return []
-        if self.builders is not None:
-            from .measure import prebuild
+        from concurrent.futures import TimeoutError as FutureTimeout
 
-            for f in [self.builders.submit(prebuild, self.bench, s.source) for s in screened]:
-                f.result()
-            self.progress.update(built=len(screened))
+        from .measure import prebuild
+
         batches = [screened[n:n + self.BATCH] for n in range(0, len(screened), self.BATCH)]
-        futures = [self.executor.submit(measure_batch, self.bench, [s.source for s in batch], timeout=self.timeout,
-                                        repeats=self.repeats, gpu=n % self.gpus if self.gpus > 1 else None)
-                   for n, batch in enumerate(batches)]
+        builds = [[self.builders.submit(prebuild, self.bench, s.source) for s in batch] if self.builders else []
+                  for batch in batches]
+        futures = []
+        for n, (batch, pending) in enumerate(zip(batches, builds)):
+            for f in pending:
+                try:
+                    f.result(timeout=self.timeout)
+                except FutureTimeout:  # NOTE: the runner meets the same build and records its timeout
+                    pass
+            self.progress.update(built=len(batch))
+            futures.append(self.executor.submit(measure_batch, self.bench, [s.source for s in batch],
+                                                timeout=self.timeout, repeats=self.repeats,
+                                                gpu=n % self.gpus if self.gpus > 1 else None))
         done = []
         for batch, future in zip(batches, futures):
             for s, m in zip(batch, future.result()):
@@ -355,7 +365,9 @@ class _MeasuredSearch:
         self.progress.stage("re-measuring the finalists interleaved")
         times: dict = {src: [] for src in ranked}
         for _ in range(FINAL_ROUNDS):
-            for src, m in zip(ranked, measure_batch(self.bench, ranked, timeout=self.timeout, repeats=self.repeats)):
+            round_ = self.executor.submit(measure_batch, self.bench, ranked, timeout=self.timeout,
+                                          repeats=self.repeats).result()
+            for src, m in zip(ranked, round_):
                 if m.status == "ok":
                     times[src].extend(m.times)
         import numpy as np

@@ -145,3 +145,13 @@ def test_kendall_tau():
     assert kendall_tau([(1, 1), (2, 2), (3, 3)]) == pytest.approx(1.0)
     assert kendall_tau([(1, 3), (2, 2), (3, 1)]) == pytest.approx(-1.0)
     assert kendall_tau([(1, 1)]) is None
+
+
+def test_measurements_run_through_a_given_process_pool_executor(fake_gpu, tmp_path):
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("fork")) as pool:
+        result = tc.autoschedule(_algorithm(), trials=5, db=tmp_path / "db.jsonl", workers=1, executor=pool)
+    assert len(result.records) == 5 and all(r.status == "ok" for r in result.records)
+    assert fake_gpu.calls == []  # measured in the pool's processes, not here
