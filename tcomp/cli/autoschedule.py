@@ -14,7 +14,7 @@ import datetime
 import os
 import tempfile
 
-from .common import format_shape
+from .common import fall_back_to_simulator, format_shape
 
 #: rows of the final table
 TABLE_ROWS = 5
@@ -84,6 +84,7 @@ class _Bar:
 
 
 def run(args) -> int:
+    fall_back_to_simulator(lambda text: print(f"[autoschedule] {text}", flush=True))
     import tcomp as tc
 
     from ..lang.canonical import workload_key

@@ -25,6 +25,23 @@ def gpu_device_node() -> bool:
     return os.path.exists("/dev/nvidiactl")
 
 
+def fall_back_to_simulator(say) -> bool:
+    """Without an NVIDIA GPU, switch to Numba's CUDA simulator (before numba is imported);
+    tell ``say`` what was chosen. Returns whether the simulator runs the kernels."""
+    if not simulator_requested() and not gpu_device_node():
+        if "numba" in sys.modules:
+            say("warning: numba is already imported; NUMBA_ENABLE_CUDASIM cannot take effect now")
+        # NOTE: numba reads NUMBA_ENABLE_CUDASIM once, when it is first imported.
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+        say("no NVIDIA GPU found (no /dev/nvidiactl): running in Numba's CUDA simulator (NUMBA_ENABLE_CUDASIM=1)")
+        return True
+    if simulator_requested():
+        say("NUMBA_ENABLE_CUDASIM is set: running in Numba's CUDA simulator")
+        return True
+    say("NVIDIA GPU found: compiling with numba-cuda")
+    return False
+
+
 class Progress:
     """Progress lines for the slow steps: ``[demo] building ... done (1.2 s)``."""
 

@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import os
-import sys
 from pathlib import Path
 
 from ..validation import compare, random_inputs
-from .common import (SIM_THREADS_PER_SECOND, Progress, format_shape, gpu_device_node,
-                     host_dtype_of, launch_threads, outputs_of, prepare, section,
-                     simulator_requested)
+from .common import (SIM_THREADS_PER_SECOND, Progress, fall_back_to_simulator, format_shape, host_dtype_of,
+                     launch_threads, outputs_of, prepare, section, simulator_requested)
 
 
 #: the shape ``tcomp demo`` runs at unless told otherwise: small enough for the simulator
@@ -42,17 +39,7 @@ def add_parser(sub) -> None:
 
 def run(args) -> int:
     progress = Progress("demo")
-    if not simulator_requested() and not gpu_device_node():
-        if "numba" in sys.modules:
-            progress.say("warning: numba is already imported; NUMBA_ENABLE_CUDASIM cannot take effect now")
-        # NOTE: numba reads NUMBA_ENABLE_CUDASIM once, when it is first imported.
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
-        progress.say("no NVIDIA GPU found (no /dev/nvidiactl): running in Numba's CUDA simulator "
-                     "(NUMBA_ENABLE_CUDASIM=1)")
-    elif simulator_requested():
-        progress.say("NUMBA_ENABLE_CUDASIM is set: running in Numba's CUDA simulator")
-    else:
-        progress.say("NVIDIA GPU found: compiling with numba-cuda")
+    fall_back_to_simulator(progress.say)
 
     from ..workload import WorkloadError
 

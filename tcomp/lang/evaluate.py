@@ -121,7 +121,7 @@ def _contraction(t: Tensor, red: Reduce, values: dict) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         result = np.einsum(f"{subscripts[0]},{subscripts[1]}->{out}", *operands, optimize=True)
     shape = [t.shape[d] if d in spatial else 1 for d in range(len(op.axis))]
-    return np.broadcast_to(result.reshape(shape), t.shape).astype(np.float32)
+    return np.ascontiguousarray(np.broadcast_to(result.reshape(shape), t.shape), dtype=np.float32)
 
 
 def _identity(combiner: str, dtype: str):

@@ -126,9 +126,6 @@ def registered_rules() -> list:
 class Space:
     """The points of one algorithm (see the module docstring)."""
 
-    #: how often to redraw parameters that break a rule's constraints before giving up
-    DRAWS = 200
-
     def __init__(self, out, rules: list | None = None):
         from ..schedule import create_schedule
 
@@ -139,6 +136,7 @@ class Space:
         self.stages = _stage_infos(s)
         self.options = {name: self._options(info) for name, info in self.stages.items()
                         if name not in self.output_names}
+        self._valid: dict = {}
 
     # ------------------------------------------------------------------ fusion
 
@@ -187,7 +185,8 @@ class Space:
         return seen
 
     def rules_for(self, group: Group) -> list:
-        return [r for r in self.rules if r.applies(group, self)]
+        """The rules that can tile ``group`` with at least one choice of parameters."""
+        return [r for r in self.rules if r.applies(group, self) and self.valid_params(r, group)]
 
     def tileable_fusions(self) -> list:
         return [f for f in self.fusions() if all(self.rules_for(g) for g in self.groups(f))]
@@ -200,13 +199,21 @@ class Space:
                 return r
         raise KeyError(f"no rule named {name!r}")
 
+    def valid_params(self, rule: Rule, group: Group) -> list:
+        """Every parameter choice of ``rule`` for ``group`` that meets its constraints, as
+        sorted ((name, value), ...) tuples (computed once per rule and group)."""
+        key = (rule.name, group)
+        if key not in self._valid:
+            choices = rule.choices(group, self)
+            names = sorted(choices)
+            combos = itertools.product(*(choices[n] for n in names))
+            self._valid[key] = [tuple(zip(names, values)) for values in combos
+                                if rule.valid(group, self, dict(zip(names, values)))]
+        return self._valid[key]
+
     def _draw_params(self, rule: Rule, group: Group, rng: random.Random) -> tuple | None:
-        choices = rule.choices(group, self)
-        for _ in range(self.DRAWS):
-            params = {k: rng.choice(v) for k, v in choices.items()}
-            if rule.valid(group, self, params):
-                return tuple(sorted(params.items()))
-        return None
+        valid = self.valid_params(rule, group)
+        return rng.choice(valid) if valid else None
 
     def sample(self, rng: random.Random, fusion=None) -> Point | None:
         """A random point (of ``fusion`` where given); None if no parameters fit."""

@@ -1,0 +1,44 @@
+"""A sample of the search space's candidates of every example workload is legal (or
+refused by a filter with a reason) and, built and run in the simulator, matches the
+reference."""
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+from tcomp.search.filters import Screener
+from tcomp.search.measure import measure_batch, prepare_bench
+from tcomp.search.space import Space
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import ffn_bf16  # noqa: E402
+import matmul_silu_quant  # noqa: E402
+import sgemm_ladder  # noqa: E402
+import silu_mul_quant  # noqa: E402
+
+EXAMPLES = {
+    "sgemm_ladder": lambda: sgemm_ladder.algorithm(32, 32, 32),
+    "matmul_silu_quant": lambda: matmul_silu_quant.algorithm(32, 32, 16),
+    "ffn_bf16": lambda: ffn_bf16.algorithm(16, 32, 16),
+    "silu_mul_quant": lambda: silu_mul_quant.algorithm(16, 32),
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_sampled_candidates_are_legal_and_match_the_reference(name, tmp_path):
+    out = EXAMPLES[name]()
+    space = Space(out)
+    rng = random.Random(11)
+    fusions = space.tileable_fusions()
+    points = [space.sample(rng, fusions[n % len(fusions)]) for n in range(6)]
+    screened = Screener(space, workers=2).screen([p for p in points if p is not None])
+    assert all(s.status in ("ok", "over capacity", "illegal", "timeout") for s in screened)
+    assert all(s.error for s in screened if s.status != "ok")
+    legal = [s for s in screened if s.status == "ok"]
+    assert len(legal) >= 2, [s.error for s in screened]
+    legal.sort(key=lambda s: s.predicted)
+    bench = prepare_bench(out, tmp_path / "bench")
+    for s, m in zip(legal[:2], measure_batch(bench, [s.source for s in legal[:2]])):
+        assert m.status == "ok", f"{s.point.describe()}: {m.error}"
