@@ -22,6 +22,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXAMPLES = os.path.join(HERE, "..", "examples")
 sys.path.insert(0, EXAMPLES)
+sys.path.append(HERE)  # after examples/: names clash
 
 #: case -> (example file, shape, hand schedules to compare, schedule file name)
 CASES = {
@@ -64,22 +65,10 @@ def _torch_inputs(bench):
     return arrays
 
 
-def _time_torch(fn, repeat=20, warmup=3):
-    import numpy as np
-    import torch
+def _time_torch(fn, repeat=20):
+    from timing import time_cuda  # benchmarks/timing.py
 
-    for _ in range(warmup):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) / 1e3)
-    return float(np.median(times))
+    return time_cuda(fn, repeat)
 
 
 def _triton_matmul():

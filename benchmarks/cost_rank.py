@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -102,24 +101,11 @@ def make_schedule(name: str, family: str, params: dict, n: int):
 
 
 def kendall_tau(x, y) -> float:
-    """Kendall's tau-b of two equally long sequences (ties counted as neither)."""
-    n = len(x)
-    concordant = discordant = ties_x = ties_y = 0
-    for i in range(n):
-        for j in range(i + 1, n):
-            dx, dy = x[i] - x[j], y[i] - y[j]
-            if dx == 0 and dy == 0:
-                continue
-            if dx == 0:
-                ties_x += 1
-            elif dy == 0:
-                ties_y += 1
-            elif (dx > 0) == (dy > 0):
-                concordant += 1
-            else:
-                discordant += 1
-    denom = math.sqrt((concordant + discordant + ties_x) * (concordant + discordant + ties_y))
-    return (concordant - discordant) / denom if denom else float("nan")
+    """Kendall's tau-b of two equally long sequences (tcomp.search.search.kendall_tau)."""
+    from tcomp.search.search import kendall_tau as tau_b
+
+    tau = tau_b(list(zip(x, y)))
+    return float("nan") if tau is None else tau
 
 
 def summarize(rows: list) -> dict:

@@ -101,7 +101,7 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
                                 description="the best record of the tuning database")
     screener = Screener(space, workers, target)
     try:
-        progress.stage("screening the space")
+        progress.stage("screening")
         pool = _Pool(space, screener, progress)
         pool.draw(rng, max(MIN_DRAWS, DRAWS_PER_TRIAL * trials))
         if not measuring:
@@ -176,7 +176,7 @@ def _model_only(out, space, pool: _Pool, database, key, progress: Progress, time
     legal = pool.legal()
     if not legal:
         raise _no_legal(pool)
-    progress.stage("validating the model's choice")
+    progress.stage("validating")
     target = current_target()
     records = []
     with tempfile.TemporaryDirectory(prefix="tcomp-bench-") as folder:
@@ -306,19 +306,19 @@ class _MeasuredSearch:
 
     def run(self, rng: random.Random, trials: int) -> SearchResult:
         if self.prior_versions:
-            self.progress.stage(f"re-validating {len(self.prior_versions)} records of other tcomp versions")
+            self.progress.stage(f"re-validating {len(self.prior_versions)} old records")
             olds = [Screened(None, r.schedule, "ok", r.predicted) for r in self.prior_versions[:max(trials, 4)]]
             for s in olds:
                 self.pool.by_source.setdefault(s.source, s)
             self._measure(olds)
         budget = trials
         if budget > 0:
-            self.progress.stage("measuring the best predicted")
+            self.progress.stage("measuring")
             first = self._first_choices(max(1, budget // 2))
             self._measure(first)
             budget -= len(first)
         while budget > 0:
-            self.progress.stage("refining around the best measured")
+            self.progress.stage("refining")
             batch = self._refinements(rng, min(budget, self.BATCH * self.gpus))
             if not batch:
                 break
@@ -362,7 +362,7 @@ class _MeasuredSearch:
                   if self.measured[src].measured is not None][:FINALISTS]
         if not ranked:
             raise _no_legal(self.pool, self.records)
-        self.progress.stage("re-measuring the finalists interleaved")
+        self.progress.stage("final re-measure")
         times: dict = {src: [] for src in ranked}
         for _ in range(FINAL_ROUNDS):
             round_ = self.executor.submit(measure_batch, self.bench, ranked, timeout=self.timeout,
