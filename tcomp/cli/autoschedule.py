@@ -152,9 +152,9 @@ def _compare(args, workload, out, result) -> None:
     from ..validation import flop_count
 
     ok = sorted((r for r in result.records if r.status == "ok" and r.measured), key=lambda r: r.measured)
+    others = [r for r in ok if r.schedule != result.source][:TABLE_ROWS - 1]
     rows = [("winner", result.source, result.predicted)]
-    rows += [(f"candidate {n + 2}", r.schedule, r.predicted) for n, r in enumerate(ok) if r.schedule != result.source]
-    rows = rows[:TABLE_ROWS]
+    rows += [(f"runner-up {n + 1}", r.schedule, r.predicted) for n, r in enumerate(others)]
     if workload.schedule is not None:
         hand = tc.create_schedule(out)
         workload.schedule(hand, out)

@@ -42,3 +42,19 @@ def test_sampled_candidates_are_legal_and_match_the_reference(name, tmp_path):
     bench = prepare_bench(out, tmp_path / "bench")
     for s, m in zip(legal[:2], measure_batch(bench, [s.source for s in legal[:2]])):
         assert m.status == "ok", f"{s.point.describe()}: {m.error}"
+
+
+def test_a_kernel_reading_a_warp_tiled_producer_checks_within_the_limit():
+    """The flow analysis of this pair took minutes inside one isl call; a reader in a later
+    kernel than every write now needs only that the writes cover what it reads."""
+    from tcomp.search.space import Point
+
+    out = matmul_silu_quant.algorithm(256, 256, 256)
+    space = Space(out)
+    warps = dict(BK=8, BM=128, BN=128, TM=8, TN=4, WM=64, WN=64, WNITER=4, double_buffer=True, k_unroll=4)
+    point = Point((("C", "fused"), ("Y", "root")),
+                  (("Y", "warp_tiling", tuple(sorted(warps.items()))),
+                   ("Q", "flat_tiling", (("threads", 256), ("vector", 1)))))
+    assert space.contains(point)
+    (screened,) = Screener(space, workers=1, seconds=10).screen([point])
+    assert screened.status == "ok", screened.error
