@@ -5,6 +5,20 @@ measurement."""
 
 from __future__ import annotations
 
+#: threads a second that Numba's CUDA simulator runs, roughly (NUMBA_CUDA.md)
+SIMULATOR_THREADS_PER_SECOND = 4000
+
+
+def launch_threads(program) -> int:
+    """Threads launched by every kernel of a lowered program (grid x block)."""
+    total = 0
+    for k in program.kernels:
+        n = 1
+        for extent in tuple(k.grid) + tuple(k.block):
+            n *= int(extent)
+        total += n
+    return total
+
 
 def random_inputs(s, seed: int = 0) -> dict:
     """Random host arrays for the placeholders of schedule ``s``: ``{tensor: array}``."""

@@ -12,8 +12,7 @@ import os
 import sys
 import time
 
-#: threads a second that Numba's CUDA simulator runs, roughly (NUMBA_CUDA.md)
-SIM_THREADS_PER_SECOND = 4000
+from ..validation import SIMULATOR_THREADS_PER_SECOND as SIM_THREADS_PER_SECOND  # noqa: F401  (re-exported)
 
 
 def simulator_requested() -> bool:
@@ -113,13 +112,9 @@ def host_dtype_of(dtype: str):
 
 
 def launch_threads(mod) -> int:
-    total = 0
-    for k in mod.program.kernels:
-        n = 1
-        for x in tuple(k.grid) + tuple(k.block):
-            n *= int(x)
-        total += n
-    return total
+    from ..validation import launch_threads as program_threads
+
+    return program_threads(mod.program)
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:

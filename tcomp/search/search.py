@@ -29,6 +29,7 @@ import tempfile
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass, field
 
+from ..validation import SIMULATOR_THREADS_PER_SECOND
 from .database import Record, TuningDatabase, current_target, tcomp_version
 from .filters import Screened, Screener
 from .measure import Measurement, measure_batch, prepare_bench
@@ -44,6 +45,7 @@ MUTANTS_PER_TRIAL = 4
 FINALISTS = 3
 #: rounds of the interleaved re-measurement
 FINAL_ROUNDS = 3
+
 
 
 @dataclass
@@ -179,6 +181,14 @@ def _model_only(out, space, pool: _Pool, database, key, progress: Progress, time
     progress.stage("validating")
     target = current_target()
     records = []
+    threads = _simulated_threads(legal[0].source, out)
+    if threads > SIMULATOR_THREADS_PER_SECOND * timeout:
+        best = legal[0]
+        return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, records,
+                            validated=f"not validated: the CUDA simulator would run {threads:,} threads here (about "
+                                      f"{threads / SIMULATOR_THREADS_PER_SECOND / 60:,.0f} minutes); check the "
+                                      f"schedule at a smaller shape, or on a GPU",
+                            description=best.point.describe())
     with tempfile.TemporaryDirectory(prefix="tcomp-bench-") as folder:
         bench = prepare_bench(out, folder)
         for screened in legal[:FINALISTS]:
@@ -193,6 +203,15 @@ def _model_only(out, space, pool: _Pool, database, key, progress: Progress, time
                                     description=screened.point.describe())
             progress.update(failed=1)
     raise _no_legal(pool, records)
+
+
+def _simulated_threads(source: str, out) -> int:
+    """Threads the CUDA simulator would run for ``source`` (0 on a GPU)."""
+    from ..codegen import simulator_enabled
+    from ..lower import lower
+    from ..validation import launch_threads
+
+    return launch_threads(lower(_winner_schedule(out, source))) if simulator_enabled() else 0
 
 
 def _no_legal(pool: _Pool, records=()):

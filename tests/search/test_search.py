@@ -155,3 +155,11 @@ def test_measurements_run_through_a_given_process_pool_executor(fake_gpu, tmp_pa
         result = tc.autoschedule(_algorithm(), trials=5, db=tmp_path / "db.jsonl", workers=1, executor=pool)
     assert len(result.records) == 5 and all(r.status == "ok" for r in result.records)
     assert fake_gpu.calls == []  # measured in the pool's processes, not here
+
+
+def test_model_only_at_a_shape_too_big_for_the_simulator_says_it_did_not_validate(tmp_path, monkeypatch):
+    monkeypatch.setattr(search, "MIN_DRAWS", 6)
+    result = tc.autoschedule(matmul_silu_quant.algorithm(2048, 2048, 64), trials=1, model_only=True,
+                             db=tmp_path / "db.jsonl", workers=2, timeout=5)
+    assert result.validated.startswith("not validated: the CUDA simulator would run")
+    assert result.measured is None and result.records == []
