@@ -18,7 +18,21 @@ import matmul_silu_quant  # noqa: E402
 import sgemm_ladder  # noqa: E402
 import silu_mul_quant  # noqa: E402
 
+def _matmul_row_scaled_quant(M=32, N=32, K=16):
+    """C = A @ W, R = the max |C| of each row, Q = quantize(C, R / 127, int8)."""
+    import tcomp as tc
+
+    A = tc.placeholder((M, K), "float32", name="A")
+    W = tc.placeholder((K, N), "float32", name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    jr = tc.reduce_axis(N, name="jr")
+    R = tc.compute((M,), lambda i: tc.max(tc.abs(C[i, jr]), axis=jr), name="R")
+    return tc.compute((M, N), lambda i, j: tc.quantize(C[i, j], R[i] / 127.0, "int8"), name="Q")
+
+
 EXAMPLES = {
+    "matmul_row_scaled_quant": _matmul_row_scaled_quant,
     "sgemm_ladder": lambda: sgemm_ladder.algorithm(32, 32, 32),
     "matmul_silu_quant": lambda: matmul_silu_quant.algorithm(32, 32, 16),
     "ffn_bf16": lambda: ffn_bf16.algorithm(16, 32, 16),
