@@ -98,18 +98,20 @@ def load_array(path, dtype: str):
 
 
 def measure_batch(bench: str, sources: list, *, timeout: float = 120.0, repeats: int = 10, warmup: int = 3,
-                  gpu: int | None = None) -> list:
+                  gpu: int | None = None, checked: bool = False) -> list:
     """Validate and time each schedule source of ``sources`` (see the module docstring);
     one :class:`Measurement` per source, in order. ``gpu`` picks the device (through
-    ``CUDA_VISIBLE_DEVICES``) for the child."""
+    ``CUDA_VISIBLE_DEVICES``) for the child. ``checked`` says that ``tc.check`` has
+    passed every source already (the search's filters), so the child builds without
+    checking again; the result is still compared with the reference."""
     runner = _Runner(bench, gpu)
     try:
-        return [runner.measure(src, timeout, repeats, warmup) for src in sources]
+        return [runner.measure(src, timeout, repeats, warmup, checked) for src in sources]
     finally:
         runner.close()
 
 
-def prebuild(bench: str, source: str) -> str:
+def prebuild(bench: str, source: str, checked: bool = False) -> str:
     """Build ``source`` into the kernel cache ahead of its measurement (run in the build
     pool while the GPU measures others); returns "" or why it did not build (the runner
     then records the failure itself)."""
@@ -119,7 +121,7 @@ def prebuild(bench: str, source: str) -> str:
     with open(os.path.join(bench, "algorithm.pickle"), "rb") as f:
         out = pickle.load(f)
     try:
-        build(replay(source, out))
+        build(replay(source, out), check=not checked)
     except Exception as err:  # NOTE: recorded when the runner meets it
         return f"{type(err).__name__}: {err}"
     return ""
@@ -157,11 +159,11 @@ class _Runner:
                     pass
             self.proc = None
 
-    def measure(self, source: str, timeout: float, repeats: int, warmup: int) -> Measurement:
+    def measure(self, source: str, timeout: float, repeats: int, warmup: int, checked: bool = False) -> Measurement:
         if self.proc is None or self.proc.poll() is not None:
             self.close()
             self._start()
-        request = json.dumps({"source": source, "repeats": repeats, "warmup": warmup})
+        request = json.dumps({"source": source, "repeats": repeats, "warmup": warmup, "checked": checked})
         try:
             self.proc.stdin.write(request + "\n")
             self.proc.stdin.flush()
@@ -235,7 +237,7 @@ class _Child:
             fault = ""
         s = replay(request["source"], self.out)
         try:
-            mod = tc.build(s)
+            mod = tc.build(s, check=not request.get("checked", False))
         except CapacityError as err:
             return {"status": "over capacity", "error": str(err)[:ERROR_CHARS]}
         except (ScheduleError, LoweringError, CodegenError) as err:  # refused by tc.check (check = build)

@@ -192,7 +192,7 @@ def _model_only(out, space, pool: _Pool, database, key, progress: Progress, time
     with tempfile.TemporaryDirectory(prefix="tcomp-bench-") as folder:
         bench = prepare_bench(out, folder)
         for screened in legal[:FINALISTS]:
-            m = measure_batch(bench, [screened.source], timeout=timeout, repeats=3, warmup=1)[0]
+            m = measure_batch(bench, [screened.source], timeout=timeout, repeats=3, warmup=1, checked=True)[0]
             record = _record(key, target, screened, m)
             records.append(record)
             database.append(record)
@@ -289,8 +289,10 @@ class _MeasuredSearch:
         from .measure import prebuild
 
         batches = [screened[n:n + self.BATCH] for n in range(0, len(screened), self.BATCH)]
-        builds = [[self.builders.submit(prebuild, self.bench, s.source) for s in batch] if self.builders else []
-                  for batch in batches]
+        # NOTE: a candidate screened in this search has passed tc.check; one from the
+        # database (no point) is checked again where it is built
+        builds = [[self.builders.submit(prebuild, self.bench, s.source, s.point is not None) for s in batch]
+                  if self.builders else [] for batch in batches]
         futures = []
         for n, (batch, pending) in enumerate(zip(batches, builds)):
             for f in pending:
@@ -301,7 +303,8 @@ class _MeasuredSearch:
             self.progress.update(built=len(batch))
             futures.append(self.executor.submit(measure_batch, self.bench, [s.source for s in batch],
                                                 timeout=self.timeout, repeats=self.repeats,
-                                                gpu=n % self.gpus if self.gpus > 1 else None))
+                                                gpu=n % self.gpus if self.gpus > 1 else None,
+                                                checked=all(s.point is not None for s in batch)))
         done = []
         for batch, future in zip(batches, futures):
             for s, m in zip(batch, future.result()):
@@ -385,7 +388,7 @@ class _MeasuredSearch:
         times: dict = {src: [] for src in ranked}
         for _ in range(FINAL_ROUNDS):
             round_ = self.executor.submit(measure_batch, self.bench, ranked, timeout=self.timeout,
-                                          repeats=self.repeats).result()
+                                          repeats=self.repeats, checked=True).result()
             for src, m in zip(ranked, round_):
                 if m.status == "ok":
                     times[src].extend(m.times)

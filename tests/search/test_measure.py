@@ -110,3 +110,12 @@ def test_a_legal_candidate_is_timed_on_the_gpu(tmp_path):
     m = _one(bench, LEGAL, repeats=5)
     assert m.status == "ok", m.error
     assert m.measured > 0 and m.spread is not None and m.spread >= 0 and len(m.times) == 5
+
+
+def test_a_checked_candidate_is_built_without_checking_again(bench):
+    """``checked=True`` (the search's screened candidates) skips tc.check in the runner: this
+    illegal schedule then builds and runs (its last recomputation reads the complete sum,
+    so it matches the reference), where an unchecked one is refused."""
+    assert _one(bench, ILLEGAL).status == "illegal"
+    m = _one(bench, ILLEGAL, checked=True)
+    assert m.status == "ok", m
