@@ -87,13 +87,14 @@ def run(args) -> int:
     fall_back_to_simulator(lambda text: print(f"[autoschedule] {text}", flush=True))
     import tcomp as tc
 
+    from ..errors import TcompError
     from ..lang.canonical import workload_key
     from ..workload import load_workload, parse_shape
 
     workload = load_workload(args.file)
     out, shape = workload.build_algorithm(parse_shape(args.shape))
     if args.trials < 0:
-        raise _usage("--trials must be 0 or more")
+        raise TcompError("--trials must be 0 or more")
     print(f"workload: {args.file}\nshape:    {format_shape(shape)}\nkey:      {workload_key(out)[:16]}", flush=True)
     with _Bar(args.trials) as bar:
         result = tc.autoschedule(out, trials=args.trials, target=args.target, db=args.db,
@@ -110,12 +111,6 @@ def run(args) -> int:
     if args.out:
         _write(args, shape, result)
     return 0
-
-
-def _usage(text: str):
-    from ..errors import TcompError
-
-    return TcompError(text)
 
 
 def _summary(result) -> None:

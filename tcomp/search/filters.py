@@ -133,8 +133,5 @@ class Screener:
         except Exception:  # NOTE: the child died before answering
             return Screened(point, status="illegal", error="the screening process died without an answer")
 
-    def close(self) -> None:
-        pass
-
 
 __all__ = ["CHECK_SECONDS", "Screened", "Screener", "screen"]

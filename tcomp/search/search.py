@@ -101,22 +101,17 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
             return SearchResult(_winner_schedule(out, best.schedule), best.schedule, best.predicted, best.measured,
                                 [best], spread=best.spread, validated="matched the reference when it was measured",
                                 description="the best record of the tuning database")
-    screener = Screener(space, workers, target)
+    progress.stage("screening")
+    pool = _Pool(space, Screener(space, workers, target), progress)
+    pool.draw(rng, max(MIN_DRAWS, DRAWS_PER_TRIAL * trials))
+    if not measuring:
+        return _model_only(out, space, pool, database, key, progress, timeout)
+    search = _MeasuredSearch(out, space, pool, database, key, current_target(), progress, timeout, repeats,
+                             executor, gpus or _gpu_count(), workers)
     try:
-        progress.stage("screening")
-        pool = _Pool(space, screener, progress)
-        pool.draw(rng, max(MIN_DRAWS, DRAWS_PER_TRIAL * trials))
-        if not measuring:
-            return _model_only(out, space, pool, database, key, progress, timeout)
-        target_record = current_target()
-        search = _MeasuredSearch(out, space, pool, database, key, target_record, progress, timeout, repeats,
-                                 executor, gpus or _gpu_count(), workers)
-        try:
-            return search.run(rng, trials)
-        finally:
-            search.close()
+        return search.run(rng, trials)
     finally:
-        screener.close()
+        search.close()
 
 
 def _can_measure() -> bool:

@@ -29,6 +29,7 @@ import itertools
 import random
 from dataclasses import dataclass, field
 
+from ..errors import TcompError
 from ..lang.tensor import ComputeOp, Reduce
 
 FUSION_CHOICES = ("inline", "fused", "root")
@@ -137,6 +138,7 @@ class Space:
         self.options = {name: self._options(info) for name, info in self.stages.items()
                         if name not in self.output_names}
         self._valid: dict = {}
+        self._tileable: list | None = None
 
     # ------------------------------------------------------------------ fusion
 
@@ -175,11 +177,8 @@ class Space:
         """The distinct partitions of the stages into kernels that some rule can tile:
         a list of tuples of frozensets of stage names."""
         seen = []
-        for fusion in self.fusions():
-            groups = self.groups(fusion)
-            if not all(self.rules_for(g) for g in groups):
-                continue
-            part = tuple(frozenset((g.anchor,) + g.inlined + g.fused) for g in groups)
+        for fusion in self.tileable_fusions():
+            part = tuple(frozenset((g.anchor,) + g.inlined + g.fused) for g in self.groups(fusion))
             if part not in seen:
                 seen.append(part)
         return seen
@@ -189,7 +188,10 @@ class Space:
         return [r for r in self.rules if r.applies(group, self) and self.valid_params(r, group)]
 
     def tileable_fusions(self) -> list:
-        return [f for f in self.fusions() if all(self.rules_for(g) for g in self.groups(f))]
+        """The fusion choices whose every kernel some rule can tile (computed once)."""
+        if self._tileable is None:
+            self._tileable = [f for f in self.fusions() if all(self.rules_for(g) for g in self.groups(f))]
+        return self._tileable
 
     # ------------------------------------------------------------------ points
 
@@ -219,7 +221,9 @@ class Space:
         """A random point (of ``fusion`` where given); None if no parameters fit."""
         fusions = self.tileable_fusions()
         if not fusions:
-            raise ValueError(f"no rule can tile every kernel of {', '.join(self.stages)}")
+            raise TcompError(f"the search space of {', '.join(self.stages)} is empty: for every choice of "
+                             f"kernels, some kernel has no tiling rule that fits it (rules: "
+                             f"{', '.join(r.name for r in self.rules) or 'none'})")
         fusion = fusion if fusion is not None else rng.choice(fusions)
         tilings = []
         for group in self.groups(fusion):

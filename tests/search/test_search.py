@@ -163,3 +163,10 @@ def test_model_only_at_a_shape_too_big_for_the_simulator_says_it_did_not_validat
                              db=tmp_path / "db.jsonl", workers=2, timeout=5)
     assert result.validated.startswith("not validated: the CUDA simulator would run")
     assert result.measured is None and result.records == []
+
+
+def test_a_search_whose_every_candidate_fails_says_how_they_ended(tmp_path, monkeypatch):
+    monkeypatch.setattr(search, "MIN_DRAWS", 6)
+    monkeypatch.setenv("TCOMP_MEASURE_FAULT", "wrong")
+    with pytest.raises(tc.TcompError, match=r"no candidate that is legal and correct \(.*3 wrong"):
+        tc.autoschedule(_algorithm(), trials=1, model_only=True, db=tmp_path / "db.jsonl", workers=2)

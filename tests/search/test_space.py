@@ -133,3 +133,9 @@ def test_a_registered_rule_joins_the_space():
             register_rule(OneThreadPerRow())
     finally:
         _RULES.remove(rule)
+
+
+def test_a_space_that_no_rule_can_tile_says_so():
+    space = Space(matmul_silu_quant.algorithm(32, 32, 32), rules=[])
+    with pytest.raises(tc.TcompError, match="the search space of C, Y, Q is empty.*rules: none"):
+        space.sample(random.Random(0))
