@@ -6,7 +6,15 @@ import statistics
 
 
 def time_cuda(fn, repeat: int, warmup: int = 3) -> float:
-    """Median seconds of ``fn`` over ``repeat`` runs, each timed with CUDA events."""
+    """Median seconds of ``fn`` over ``repeat`` runs, each timed with CUDA events (one
+    launch's host cost included: see ``time_cuda_batched``)."""
+    return time_cuda_batched(fn, calls=1, repeat=repeat, warmup=warmup)
+
+
+def time_cuda_batched(fn, calls: int = 20, repeat: int = 10, warmup: int = 3) -> float:
+    """Median seconds per call of ``fn`` over ``repeat`` event pairs, each around ``calls``
+    calls issued back to back: the host's launch cost hides behind the GPU's work, so
+    this is the kernel's time, not the caller's (``time_cuda`` includes one launch)."""
     import torch
 
     for _ in range(warmup):
@@ -16,10 +24,11 @@ def time_cuda(fn, repeat: int, warmup: int = 3) -> float:
     for _ in range(repeat):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        fn()
+        for _ in range(calls):
+            fn()
         stop.record()
         stop.synchronize()
-        times.append(start.elapsed_time(stop) / 1e3)
+        times.append(start.elapsed_time(stop) / 1e3 / calls)
     return statistics.median(times)
 
 

@@ -271,3 +271,16 @@ def test_same_schedule_same_input_same_bits(file, schedule_name, shape):
     for n, r in enumerate(results[1:], 2):
         same = r.view(np.uint8) == first
         assert same.all(), f"run {n} differs from run 1 in {np.count_nonzero(~same)} bytes"
+
+
+def test_a_block_the_compiled_registers_cannot_hold_is_a_capacity_error():
+    """CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES at the first launch becomes, at build time, an
+    error naming the registers and the thread limit they leave."""
+    from types import SimpleNamespace
+
+    from tcomp.codegen.launch import _check_block_fits
+
+    attrs = SimpleNamespace(regs=168, maxthreads=384)  # numba's FuncAttr of a compiled kernel
+    _check_block_fits(attrs, (32, 12, 1), "k_C")  # 384 threads: fits
+    with pytest.raises(tc.CapacityError, match=r"k_C .*168 registers.*at most 384 threads.*blocks of 512"):
+        _check_block_fits(attrs, (32, 16, 1), "k_C")

@@ -76,3 +76,23 @@ def test_gpu_source_uses_the_ptx_conversions():
     gpu, sim = program_source(program, simulator=False), program_source(program, simulator=True)
     assert "store_bfloat16 as _store_bfloat16" in gpu and "sim_store_bfloat16" not in gpu
     assert "sim_store_bfloat16 as _store_bfloat16" in sim
+
+
+def test_the_int8_rounding_trick_equals_rint_clamp_convert():
+    """The GPU's _round_clamp_int8 (codegen/cuda_source.py) modelled in numpy float32:
+    x + 1.5 * 2^23, clamped, less the bits of 1.5 * 2^23, equals int8(clip(rint(x))) for
+    ties, both signs, values near and far past the clamp, and infinities."""
+    rng = np.random.default_rng(7)
+    halves = np.arange(-300, 300, dtype=np.float32) / np.float32(2)
+    spread = (rng.standard_normal(200_000) * 100).astype(np.float32)
+    near = np.nextafter(halves, np.float32(np.inf)), np.nextafter(halves, np.float32(-np.inf))
+    big = np.array([2.0**22 - 0.5, 2.0**22 + 1, -(2.0**22) - 3, 5e6, -5e6, 2e7, -2e7, 3e38, -3e38, np.inf, -np.inf,
+                    -0.0, 0.0], dtype=np.float32)
+    x = np.concatenate([halves, spread, *near, big])
+    magic = np.float32(12582912.0)
+    for lo, hi in ((-128.0, 127.0), (-127.0, 127.0), (0.0, 100.0)):
+        with np.errstate(over="ignore", invalid="ignore"):
+            r = np.minimum(np.maximum(x + magic, np.float32(lo) + magic), np.float32(hi) + magic)
+        got = (r.view(np.int32) - np.int32(0x4B400000)).astype(np.int8)
+        want = np.clip(np.rint(x), lo, hi).astype(np.int8)
+        np.testing.assert_array_equal(got, want)

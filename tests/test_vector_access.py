@@ -138,3 +138,98 @@ def test_a_tail_inside_a_vector_keeps_scalar_lanes(rng):
     out = np.full(13, np.nan, np.float32)
     mod(xs, out)
     check_float(out, xs.astype(np.float64) * 2 + 1, rtol=1e-6, atol=1e-6)
+
+
+def _bf16_chain(M, N, lanes):
+    """examples/silu_mul_quant.py's chain (bfloat16 in, int8 out), flattened into
+    vectors of ``lanes`` elements, 8 threads a block."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    import silu_mul_quant
+
+    out = silu_mul_quant.algorithm(M, N)
+    s = tc.create_schedule(out)
+    s["Y"].compute_inline()
+    s["Z"].compute_inline()
+    flat = s[out].fuse(*s[out].axis)
+    rest, vector = s[out].split(flat, lanes)
+    s[out].vectorize(vector)
+    block, thread = s[out].split(rest, 8)
+    s[out].bind(block, "blockIdx.x")
+    s[out].bind(thread, "threadIdx.x")
+    return out, s
+
+
+def _run_bf16_chain(out, s, rng):
+    import ml_dtypes
+
+    from workloads import poisoned
+
+    M, N = out.shape
+    xs = [(rng.standard_normal((M, N)) * 4).astype(ml_dtypes.bfloat16) for _ in range(2)]
+    from tcomp.lang.tensor import placeholders_of
+
+    want = tc.evaluate(out, dict(zip(placeholders_of(out), xs)))  # X, G in argument order
+    got = poisoned(out.shape, "int8", want)
+    tc.build(s)(*xs, got)
+    check = np.abs(got.astype(np.int32) - want.astype(np.int32))
+    assert check.max() <= 1 and np.count_nonzero(check) <= 2, np.argwhere(check)
+
+
+@pytest.mark.parametrize("lanes, loads, store, alignment", [
+    (8, "_load8", "_store8", {"X": 16, "G": 16, "Q": 8}),    # 16 bytes of bfloat16 a load
+    (4, "_load4", "_store4", {"X": 8, "G": 8, "Q": 4}),
+    (16, None, "_store16", {"Q": 16}),                       # 32 bytes of bfloat16: scalar loads
+])
+def test_bfloat16_and_int8_lanes_travel_as_vectors_of_their_bits(rng, lanes, loads, store, alignment):
+    out, s = _bf16_chain(4, 64, lanes)
+    mod = tc.build(s)
+    if loads:
+        assert f"{loads}(X," in mod.source and f"{loads}(G," in mod.source
+        assert "_load_bfloat16(X_v0)" in mod.source  # the lanes are bit patterns until converted
+    else:
+        assert "_load" not in mod.source.split("def k_Q")[1].replace("_load_bfloat16", "")
+    assert f"{store}(Q," in mod.source
+    assert mod.vector_alignment == alignment
+    _run_bf16_chain(out, s, rng)
+
+
+_PTX_OF_THE_CHAIN = """
+import json, sys
+sys.path.insert(0, "tests")
+import tcomp as tc
+from tcomp.codegen.ptx import ptx_report
+from test_vector_access import _bf16_chain
+out, s = _bf16_chain(64, 64, 8)
+report, = ptx_report(tc.lower(s))
+print(json.dumps({"ptx": report.ptx, "spills": report.spills}))
+"""
+
+
+@pytest.mark.skipif(__import__("shutil").which("ptxas") is None, reason="needs CUDA's ptxas on the PATH")
+def test_bfloat16_vector_loads_are_128_bit_in_the_ptx():
+    """Eight bfloat16 lanes: one 128-bit load of X and of G, one 64-bit store of Q (in a
+    subprocess without the simulator, as tests/test_ptx_examples.py)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run([sys.executable, "-c", _PTX_OF_THE_CHAIN], cwd=Path(__file__).resolve().parents[1],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.splitlines()[-1])
+    ptx = report["ptx"]
+    loads = [line for line in ptx.splitlines() if "ld.global" in line]
+    stores = [line for line in ptx.splitlines() if "st.global" in line]
+    assert len(loads) == 2 and all(".v4." in line for line in loads), loads
+    assert len(stores) == 1 and ".v2." in stores[0], stores
+    assert not report["spills"]
+    # the int8 quantization rounds and converts on the FMA pipe, not the conversion unit
+    assert "cvt.rni" not in ptx and "cvt.rzi" not in ptx
+    # and divides by 0.05 with the corrected reciprocal: the eight divisions left are SiLU's
+    assert ptx.count("div.rn.f32") == 8, ptx.count("div.rn.f32")

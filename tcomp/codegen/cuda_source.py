@@ -10,8 +10,8 @@ order), and NVVM unrolls them fully (``nvvm_unroll``): unrolling in the Python s
 made basic blocks that numba-cuda's front end takes minutes over. 16-bit floats travel as their
 bit patterns (uint16) in global memory and are float32 in registers.
 
-A ``vectorize`` loop over 2 or 4 lanes whose accesses are consecutive and aligned
-becomes one 64/128-bit load or store per buffer (``vector_access``); the module
+A ``vectorize`` loop over 2, 4, 8 or 16 lanes whose accesses are consecutive and aligned
+becomes one load or store of up to 128 bits per buffer (``vector_access``); the module
 then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
 (argument name -> bytes), which the runtime checks. Other lanes stay scalar.
 """
@@ -19,6 +19,8 @@ then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
 from __future__ import annotations
 
 import math
+
+import numpy as np
 
 from ..dtypes import is_float
 from ..errors import CodegenError, InternalError
@@ -28,6 +30,7 @@ from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, For, Kernel, Program, Seq, Store
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from . import nvvm_unroll
+from .exact_division import correction_is_exact
 
 #: Numba scalar type used for values of each dtype in registers
 REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float32",
@@ -58,6 +61,27 @@ def _exp(x):
 @cuda.jit(device=True, inline="always")
 def _to_int32(x):
     return int32(x)  # cvt.rzi.s32.f32: saturating, NaN -> 0
+
+
+@cuda.jit(device=True, inline="always")
+def _round_clamp_int8(x, lo, hi):
+    # int8(min(max(rint(x), lo), hi)) without the conversion unit (a quarter of the FMA
+    # rate): adding 1.5 * 2^23 rounds x to an integer, to nearest even, in the sum's low
+    # mantissa bits (exactly for |x| < 2^22; beyond, the clamp decides either way), the
+    # clamp runs on the sum, and the sum's bits less those of 1.5 * 2^23 are the integer.
+    # NaN gives lo, as max.f32 does in the plain expression.
+    r = min(max(x + float32(12582912.0), lo + float32(12582912.0)), hi + float32(12582912.0))
+    return int8(libdevice.float_as_int(r) - int32(0x4B400000))
+
+
+@cuda.jit(device=True, inline="always")
+def _divide_round_clamp_int8(x, c, r, lo, hi):
+    # _round_clamp_int8(x / c) for a constant c whose reciprocal r passes
+    # exact_division.correction_is_exact: the correctly rounded quotient from one
+    # multiplication and two FMAs instead of div.rn.f32. q0 is clamped to 2^23 first, so
+    # that a huge x cannot make inf - inf (the int8 clamp decides those anyway).
+    q0 = min(max(x * r, float32(-8388608.0)), float32(8388608.0))
+    return _round_clamp_int8(libdevice.fmaf(libdevice.fmaf(-q0, c, x), r, q0), lo, hi)
 '''
 
 _PRELUDE_SIM = '''\
@@ -80,6 +104,14 @@ def _to_int32(x):
     if x != x:
         return int32(0)
     return int32(min(max(np.trunc(np.float64(x)), -2147483648.0), 2147483647.0))
+
+
+def _round_clamp_int8(x, lo, hi):
+    return int8(min(max(_rint(x), lo), hi))
+
+
+def _divide_round_clamp_int8(x, c, r, lo, hi):
+    return _round_clamp_int8(float32(np.float32(x) / np.float32(c)), lo, hi)
 '''
 
 _NARROW_IMPORTS = """
@@ -113,13 +145,25 @@ class Namer:
 
 _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32", "uint64",
              "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu",
-             "_load2", "_load4", "_store2", "_store4", "VECTOR_ALIGNMENT",
-             "UNROLL_LOOPS"}
+             "_round_clamp_int8", "_divide_round_clamp_int8",
+             "VECTOR_ALIGNMENT", "UNROLL_LOOPS"}
 _RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in _NARROW_FLOATS}
-#: dtypes whose buffers may be accessed as vectors (4-byte elements in storage), and the
-#: numbers of lanes that ``vector_access`` provides (64- and 128-bit accesses)
-_VECTOR_DTYPES = ("float32", "int32")
-VECTOR_WIDTHS = (2, 4)
+#: the numbers of lanes that ``vector_access`` provides, and the most bytes one access
+#: may move (128-bit loads and stores)
+#: (``vector_access`` defines one load and one store for each; NOTE: that module imports
+#: numba, which this one must not: ``tcomp demo`` selects the simulator before numba loads)
+VECTOR_WIDTHS = (2, 4, 8, 16)
+VECTOR_BYTES = 16
+_RESERVED |= {f"_{verb}{width}" for verb in ("load", "store") for width in VECTOR_WIDTHS}
+#: bytes of one element of a buffer in memory, by dtype: in global memory 16/8-bit
+#: floats are their bit patterns, in shared memory and registers float32
+_GLOBAL_BYTES = {"float32": 4, "int32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3": 1, "int8": 1}
+_ON_CHIP_BYTES = {"float32": 4, "int32": 4, "bfloat16": 4, "float16": 4, "float8_e4m3": 4, "int8": 1}
+
+
+def element_bytes(buf) -> int:
+    """Bytes of one element of ``buf`` where it lives."""
+    return (_GLOBAL_BYTES if buf.scope == "global" else _ON_CHIP_BYTES)[buf.dtype]
 
 
 class KernelWriter:
@@ -190,11 +234,15 @@ class KernelWriter:
 
     def load(self, e: Load) -> str:
         buf = e.buffer
-        text = f"{self.name(buf, buf.name)}[{self.flat_index(buf, e.index)}]"
+        return self.register_value(buf, f"{self.name(buf, buf.name)}[{self.flat_index(buf, e.index)}]")
+
+    def register_value(self, buf, stored: str) -> str:
+        """An element of ``buf`` as read from memory (``stored``), in its register type:
+        a 16/8-bit float in global memory arrives as its bits (``_load_bfloat16`` etc.)."""
         if buf.scope == "global" and buf.dtype in _NARROW_FLOATS:
             self.uses_narrow = True
-            return f"_load_{buf.dtype}({text})"
-        return text
+            return f"_load_{buf.dtype}({stored})"
+        return stored
 
     def binary(self, e: Binary) -> str:
         dtype = e.a.dtype
@@ -242,6 +290,18 @@ class KernelWriter:
             return self.round_to(x, dst) if dst != src else x
         if is_float(src):
             if dst == "int8":
+                rounded = _rounded_and_clamped(e.value, -128.0, 127.0)
+                if rounded is not None:  # tc.quantize's int8: rounded and clamped already
+                    value, lo, hi = rounded
+                    bounds = f"float32({lo!r}), float32({hi!r})"
+                    divisor = _constant_divisor(value)
+                    if divisor is not None and correction_is_exact(divisor):
+                        reciprocal = float(np.float32(1.0) / np.float32(divisor))
+                        return (f"_divide_round_clamp_int8({self.value(value.a)}, float32({divisor!r}), "
+                                f"float32({reciprocal!r}), {bounds})")
+                    return f"_round_clamp_int8({self.value(value)}, {bounds})"
+                if _clamped_within(e.value, -128.0, 127.0):
+                    return f"int8({x})"
                 return f"int8(min(max({x}, float32(-128.0)), float32(127.0)))"
             return f"_to_int32({x})"
         return f"{REGISTER_TYPE[dst]}({x})"
@@ -330,31 +390,33 @@ class KernelWriter:
             self.emit(f"{', '.join(names)} = _load{width}({self.name(load.buffer, load.buffer.name)}, "
                       f"{self.flat_index(load.buffer, base)})", depth)
             lane_vars[load] = [Var(n, load.dtype) for n in names]
-            self.lane_values.update({v: v.name for v in lane_vars[load]})
+            self.lane_values.update({v: self.register_value(load.buffer, v.name) for v in lane_vars[load]})
         values = []
         for n in range(width):
             value = rewrite(store.value, lambda e: lane_vars[e][n] if e in lane_vars else None)
             values.append(self.value(_fold_indices(substitute(value, {lane: IntImm(n)}))))
         buf = self.name(store.buffer, store.buffer.name)
+        stored = [self.storage_value(store.buffer, v) for v in values]
         if store_base is not None:
-            self.emit(f"_store{width}({buf}, {self.flat_index(store.buffer, store_base)}, {', '.join(values)})", depth)
+            self.emit(f"_store{width}({buf}, {self.flat_index(store.buffer, store_base)}, ({', '.join(stored)}))",
+                      depth)
         else:
             for n in range(width):
                 index = simplify(substitute(store.index, {lane: IntImm(n)}))
-                self.emit(f"{buf}[{self.flat_index(store.buffer, index)}] = "
-                          f"{self.storage_value(store.buffer, values[n])}", depth)
+                self.emit(f"{buf}[{self.flat_index(store.buffer, index)}] = {stored[n]}", depth)
         return True
 
     def _vector_base(self, buffer, index: Expr, loop: For):
         """The first element of a vector access of ``buffer`` by ``loop``'s lanes, or None
         when the lanes are not consecutive and aligned."""
-        if buffer.dtype not in _VECTOR_DTYPES:
+        nbytes = element_bytes(buffer) * loop.extent
+        if nbytes > VECTOR_BYTES:
             return None
         form = lane_form(index, loop.var, loop.extent)
         if form is None or form[1] != 1 or not is_multiple(form[0], loop.extent):
             return None
         if buffer.scope == "global":
-            self.vector_alignment[buffer.name] = max(self.vector_alignment.get(buffer.name, 0), 4 * loop.extent)
+            self.vector_alignment[buffer.name] = max(self.vector_alignment.get(buffer.name, 0), nbytes)
         return form[0]
 
     # ------------------------------------------------------------------ kernel
@@ -376,6 +438,35 @@ class KernelWriter:
             self.emit("pass", 1)
         head = [f"@cuda.jit(cache={not self.simulator})", f"def {k.name}({', '.join(params)}):"]
         return "\n".join(head + self.lines) + "\n"
+
+
+def _clamped_within(e: Expr, lo: float, hi: float) -> bool:
+    """Is ``e`` ``min(max(x, a), b)`` with ``lo <= a`` and ``b <= hi``? Then clamping it to
+    [lo, hi] again changes nothing, NaN included (a clamp is idempotent)."""
+    if not (isinstance(e, Binary) and e.op == "min" and isinstance(e.b, FloatImm) and e.b.value <= hi):
+        return False
+    inner = e.a
+    return isinstance(inner, Binary) and inner.op == "max" and isinstance(inner.b, FloatImm) and \
+        inner.b.value >= lo
+
+
+def _constant_divisor(e: Expr):
+    """``c`` when ``e`` is a float32 ``x / c`` with ``c`` a constant; else None."""
+    if not (isinstance(e, Binary) and e.op == "/" and e.dtype == "float32"):
+        return None
+    b = e.b.value if isinstance(e.b, Cast) else e.b
+    return float(b.value) if isinstance(b, FloatImm) else None
+
+
+def _rounded_and_clamped(e: Expr, lo: float, hi: float):
+    """``(x, a, b)`` when ``e`` is ``min(max(round(x), a), b)`` with integer bounds inside
+    [lo, hi]; else None."""
+    if not _clamped_within(e, lo, hi):
+        return None
+    inner, a, b = e.a.a, e.a.b.value, e.b.value
+    if not (isinstance(inner, Call) and inner.name == "round" and float(a).is_integer() and float(b).is_integer()):
+        return None
+    return inner.args[0], a, b
 
 
 def _fold_indices(e):
@@ -420,6 +511,7 @@ def program_source(program: Program, simulator: bool) -> str:
 
 
 _VECTOR_IMPORTS = """
-from tcomp.codegen.vector_access import ({prefix}load2 as _load2, {prefix}load4 as _load4,
-                                         {prefix}store2 as _store2, {prefix}store4 as _store4)
+from tcomp.codegen.vector_access import (
+    {prefix}load2 as _load2, {prefix}load4 as _load4, {prefix}load8 as _load8, {prefix}load16 as _load16,
+    {prefix}store2 as _store2, {prefix}store4 as _store4, {prefix}store8 as _store8, {prefix}store16 as _store16)
 """

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import threading
 
+from ..errors import CapacityError
 from .driver import checked, driver
 
 #: parameters of a numba 1-D array argument; the data pointer is the fifth
@@ -29,14 +30,27 @@ _ARRAY_PARAMS = 7
 _DATA_SLOT = 4
 
 
-def _function_handle(dispatcher, signature):
-    """Compile ``dispatcher`` for ``signature`` and return the driver's function handle."""
-    drv = driver()
+def _compiled_function(dispatcher, signature):
+    """Compile ``dispatcher`` for ``signature``; numba's compiled function (its ``handle``
+    is what cuLaunchKernel takes, its ``attrs`` the registers and thread limit)."""
     dispatcher.compile(signature)
-    kernel = dispatcher.overloads[tuple(signature)]
-    handle = kernel._codelibrary.get_cufunc().handle
+    return dispatcher.overloads[tuple(signature)]._codelibrary.get_cufunc()
+
+
+def _launch_handle(cufunc):
+    handle = cufunc.handle
     value = handle.value if hasattr(handle, "value") else handle
-    return drv.CUfunction(int(value))
+    return driver().CUfunction(int(value))
+
+
+def _check_block_fits(attrs, block, name: str) -> None:
+    """A CapacityError when the compiled kernel's registers leave too few for a block of
+    ``block`` threads (the launch would fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)."""
+    threads = block[0] * block[1] * block[2]
+    if threads > attrs.maxthreads:
+        raise CapacityError(f"kernel {name} was compiled to {attrs.regs} registers a thread, which allows blocks "
+                            f"of at most {attrs.maxthreads} threads on this GPU; its schedule launches blocks of "
+                            f"{threads} (bind fewer threads, or give each fewer outputs)")
 
 
 class DriverKernel:
@@ -44,8 +58,10 @@ class DriverKernel:
 
     def __init__(self, dispatcher, signature, grid, block, param_sizes):
         """``param_sizes``: (element count, item size) of each array parameter, in order."""
-        self.function = _function_handle(dispatcher, signature)
+        cufunc = _compiled_function(dispatcher, signature)
         self.grid, self.block = tuple(grid), tuple(block)
+        _check_block_fits(cufunc.attrs, self.block, getattr(dispatcher, "__name__", "kernel"))
+        self.function = _launch_handle(cufunc)
         self._values = []
         self.data_slots = []  # one c_void_p per parameter, holding its data pointer
         for count, itemsize in param_sizes:

@@ -1,15 +1,18 @@
-"""64- and 128-bit loads and stores for generated kernels.
+"""Vector loads and stores (up to 128 bits) for generated kernels.
 
 Numba has no vector memory types, so a ``vectorize``d loop whose lanes touch
 consecutive, aligned elements is emitted as one call of these helpers:
 
     a0, a1, a2, a3 = _load4(A, base)        # ld.global.v4.f32 / ld.shared.v4.f32
-    _store4(S, base, a0, a1, a2, a3)        # st.shared.v4.f32
+    _store4(S, base, (a0, a1, a2, a3))      # st.shared.v4.f32
 
+The lanes are elements of the array's storage type: eight bfloat16 lanes are eight
+uint16 bit patterns in one 16-byte access, sixteen int8 lanes one 16-byte store.
 On the GPU they are LLVM intrinsics that bitcast the element pointer to a vector
 pointer with the vector's alignment; the code generator only emits them when it
 has proved ``base`` a multiple of the width, and the runtime checks that global
-arguments start on a 16-byte boundary. In the simulator they are plain Python.
+arguments start on a boundary of the access's bytes. In the simulator they are plain
+Python.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from llvmlite import ir
 from numba import types
 from numba.cuda.extending import intrinsic
 
+from .cuda_source import VECTOR_WIDTHS
+
 
 def _element_pointer(context, builder, array_type, array, index):
     ary = context.make_array(array_type)(context, builder, array)
@@ -25,10 +30,70 @@ def _element_pointer(context, builder, array_type, array, index):
     return builder.gep(ary.data, [offset])
 
 
-def _vector_pointer(context, builder, array_type, array, index, width):
+def _access_type(element, width: int, nbytes: int):
+    """The type a vector of ``width`` ``element``s travels as: itself for 32-bit
+    elements; for narrower ones whole 32-bit words (PTX has no eight-lane vectors, and
+    NVPTX would split eight 16-bit lanes into two 64-bit accesses), or one integer of
+    the vector's bits when it is smaller than 8 bytes."""
+    if not _is_narrow(element):
+        return ir.VectorType(element, width)
+    if nbytes >= 8:
+        return ir.VectorType(ir.IntType(32), nbytes // 4)
+    return ir.IntType(8 * nbytes)
+
+
+def _is_narrow(element) -> bool:
+    return isinstance(element, ir.IntType) and element.width < 32
+
+
+def _access_pointer(context, builder, array_type, array, index, width):
+    """A pointer to the vector at element ``index`` of ``array``, its element type and
+    its bytes."""
     element = context.get_data_type(array_type.dtype)
+    nbytes = context.get_abi_sizeof(element) * width
+    access = _access_type(element, width, nbytes)
     ptr = _element_pointer(context, builder, array_type, array, index)
-    return builder.bitcast(ptr, ir.VectorType(element, width).as_pointer())
+    return builder.bitcast(ptr, access.as_pointer()), access, element, nbytes
+
+
+def _words(builder, value) -> list:
+    if isinstance(value.type, ir.VectorType):
+        return [builder.extract_element(value, ir.Constant(ir.IntType(32), n)) for n in range(value.type.count)]
+    return [value]
+
+
+def _unpack(builder, loaded, element, width: int) -> list:
+    """The lanes of a loaded vector; narrow lanes are cut out of their words with shifts
+    (a bitcast would let LLVM fold the load back into one of narrow lanes)."""
+    if not _is_narrow(element):
+        return _words(builder, loaded)
+    lanes = []
+    for word in _words(builder, loaded):
+        for n in range(word.type.width // element.width):
+            lanes.append(builder.trunc(builder.lshr(word, ir.Constant(word.type, n * element.width)), element))
+    return lanes
+
+
+def _pack(builder, lanes: list, access, element):
+    """The vector of type ``access`` holding ``lanes`` (lane 0 in the lowest bits)."""
+    if not _is_narrow(element):
+        words, word_type = lanes, element
+    else:
+        word_type = access.element if isinstance(access, ir.VectorType) else access
+        per_word = word_type.width // element.width
+        words = []
+        for start in range(0, len(lanes), per_word):
+            word = ir.Constant(word_type, 0)
+            for n, lane in enumerate(lanes[start:start + per_word]):
+                shifted = builder.shl(builder.zext(lane, word_type), ir.Constant(word_type, n * element.width))
+                word = builder.or_(word, shifted)
+            words.append(word)
+    if not isinstance(access, ir.VectorType):
+        return words[0]
+    vector = ir.Constant(access, ir.Undefined)
+    for n, word in enumerate(words):
+        vector = builder.insert_element(vector, word, ir.Constant(ir.IntType(32), n))
+    return vector
 
 
 def _make_load(width: int):
@@ -36,11 +101,8 @@ def _make_load(width: int):
         sig = types.UniTuple(array.dtype, width)(array, index)
 
         def codegen(context, builder, signature, args):
-            array_type = signature.args[0]
-            nbytes = context.get_abi_sizeof(context.get_data_type(array_type.dtype)) * width
-            vptr = _vector_pointer(context, builder, array_type, args[0], args[1], width)
-            vector = builder.load(vptr, align=nbytes)
-            lanes = [builder.extract_element(vector, ir.Constant(ir.IntType(32), n)) for n in range(width)]
+            ptr, _, element, nbytes = _access_pointer(context, builder, signature.args[0], args[0], args[1], width)
+            lanes = _unpack(builder, builder.load(ptr, align=nbytes), element, width)
             return context.make_tuple(builder, signature.return_type, lanes)
 
         return sig, codegen
@@ -49,47 +111,44 @@ def _make_load(width: int):
     return intrinsic(load)
 
 
-def _store_codegen(width: int):
-    def codegen(context, builder, signature, args):
-        array_type = signature.args[0]
-        element = context.get_data_type(array_type.dtype)
-        nbytes = context.get_abi_sizeof(element) * width
-        vptr = _vector_pointer(context, builder, array_type, args[0], args[1], width)
-        vector = ir.Constant(ir.VectorType(element, width), ir.Undefined)
-        for n in range(width):
-            value = context.cast(builder, args[2 + n], signature.args[2 + n], array_type.dtype)
-            vector = builder.insert_element(vector, value, ir.Constant(ir.IntType(32), n))
-        builder.store(vector, vptr, align=nbytes)
-        return context.get_dummy_value()
+def _make_store(width: int):
+    def store(typingctx, array, index, lanes):
+        if not isinstance(lanes, types.BaseTuple) or len(lanes) != width:
+            return None
 
-    return codegen
+        def codegen(context, builder, signature, args):
+            array_type, _, lanes_type = signature.args
+            ptr, access, element, nbytes = _access_pointer(context, builder, array_type, args[0], args[1], width)
+            lanes = [context.cast(builder, builder.extract_value(args[2], n), lanes_type.types[n], array_type.dtype)
+                     for n in range(width)]
+            builder.store(_pack(builder, lanes, access, element), ptr, align=nbytes)
+            return context.get_dummy_value()
 
+        return types.void(array, index, lanes), codegen
 
-@intrinsic
-def store2(typingctx, array, index, a, b):
-    return types.void(array, index, a, b), _store_codegen(2)
+    store.__name__ = f"store{width}"
+    return intrinsic(store)
 
 
-@intrinsic
-def store4(typingctx, array, index, a, b, c, d):
-    return types.void(array, index, a, b, c, d), _store_codegen(4)
+#: the numbers of lanes a vector access may have (at most 16 bytes in all: the code
+#: generator checks the bytes)
+WIDTHS = VECTOR_WIDTHS
+load2, load4, load8, load16 = (_make_load(w) for w in WIDTHS)
+store2, store4, store8, store16 = (_make_store(w) for w in WIDTHS)
 
 
-load2, load4 = _make_load(2), _make_load(4)
+def _sim_load(width: int):
+    def load(array, index):
+        return tuple(array[index + n] for n in range(width))
+
+    return load
 
 
-def sim_load2(array, index):
-    return array[index], array[index + 1]
+def _sim_store(array, index, lanes):
+    for n, value in enumerate(lanes):
+        array[index + n] = value
 
 
-def sim_load4(array, index):
-    return array[index], array[index + 1], array[index + 2], array[index + 3]
-
-
-def sim_store2(array, index, a, b):
-    array[index], array[index + 1] = a, b
-
-
-def sim_store4(array, index, a, b, c, d):
-    array[index], array[index + 1], array[index + 2], array[index + 3] = a, b, c, d
+sim_load2, sim_load4, sim_load8, sim_load16 = (_sim_load(w) for w in WIDTHS)
+sim_store2 = sim_store4 = sim_store8 = sim_store16 = _sim_store
 

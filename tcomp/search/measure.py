@@ -8,8 +8,10 @@ with a timeout. For each one the child replays the schedule, builds it (``tc.bui
 checks legality first), runs it into outputs poisoned with NaN (an integer sentinel for
 integer outputs), compares every output with the reference, and only then, on a GPU,
 times it with CUDA events after warm-up: the median of the repeats and their spread.
-The inputs are rotated between copies that together exceed twice the L2 cache, so that
-a small problem is not timed from a warm cache.
+Each repeat times enough calls issued back to back for about a millisecond of work, so
+that a short kernel's time is the kernel's and not the host's launch cost. The inputs are
+rotated between copies that together exceed twice the L2 cache, call by call, so that a
+small problem is not timed from a warm cache.
 
 Whatever happens to a candidate is a status and the batch goes on: ``ok``; ``wrong`` (an
 output differs from the reference); ``illegal`` (``tc.check`` refuses it); ``over
@@ -38,6 +40,8 @@ from dataclasses import dataclass
 
 #: how much of a failed child's output an error record keeps
 ERROR_CHARS = 2000
+#: at most this many calls go between two CUDA events of one timing (see ``_Child._time``)
+CALLS_PER_TIMING = 50
 #: the prefix of the child's answer lines (anything else it prints is its log)
 ANSWER = "@tcomp-measure "
 #: a baseline the child can time instead of a schedule: torch.matmul of the two inputs
@@ -305,13 +309,22 @@ class _Child:
             launch(n % len(copies), outs)
         cuda.synchronize()
         start, end = cuda.event(), cuda.event()
+        start.record()
+        launch(0, outs)
+        end.record()
+        end.synchronize()
+        # NOTE: each timing covers enough calls, issued back to back, for about a
+        # millisecond of work, so that the host's cost of a launch (a few µs for tcomp,
+        # more for torch or Triton) hides behind the kernels before it
+        calls = max(1, min(CALLS_PER_TIMING, round(1e-3 / max(cuda.event_elapsed_time(start, end) / 1e3, 1e-7))))
         times = []
         for n in range(request["repeats"]):
             start.record()
-            launch(n % len(copies), outs)
+            for c in range(calls):
+                launch((n * calls + c) % len(copies), outs)
             end.record()
             end.synchronize()
-            times.append(cuda.event_elapsed_time(start, end) / 1e3)
+            times.append(cuda.event_elapsed_time(start, end) / 1e3 / calls)
         median = float(np.median(times))
         return {"status": "ok", "measured": median, "times": times,
                 "spread": float((max(times) - min(times)) / median) if median > 0 else 0.0}

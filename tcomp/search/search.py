@@ -361,18 +361,25 @@ class _MeasuredSearch:
         return chosen[:n]
 
     def _refinements(self, rng: random.Random, n: int) -> list:
+        """The next ``n`` candidates: the best measured point's tilings under every other
+        fusion choice (the partitions compared at equal tile sizes), then the
+        best-predicted mutants of the three best measured."""
         best = [self.pool.by_source[src] for src in self._ranked_measured()[:3]]
         parents = [s.point for s in best if s.point is not None]
         if not parents:
             self.pool.draw(rng, MUTANTS_PER_TRIAL * n)
-        else:
-            mutants = []
-            for _ in range(MUTANTS_PER_TRIAL * n):
-                child = self.space.mutate(rng.choice(parents), rng)
-                if child is not None:
-                    mutants.append(child)
-            self.pool.add(mutants)
-        return [s for s in self.pool.legal() if s.source not in self.measured][:n]
+            return [s for s in self.pool.legal() if s.source not in self.measured][:n]
+        siblings = {self.space.with_fusion(parents[0], fusion, rng) for fusion in self.space.tileable_fusions()
+                    if fusion != parents[0].fusion} - {None}
+        mutants = []
+        for _ in range(MUTANTS_PER_TRIAL * n):
+            child = self.space.mutate(rng.choice(parents), rng)
+            if child is not None:
+                mutants.append(child)
+        self.pool.add(sorted(siblings, key=repr) + mutants)
+        fresh = [s for s in self.pool.legal() if s.source not in self.measured]
+        first = [s for s in fresh if s.point in siblings]
+        return (first + [s for s in fresh if s.point not in siblings])[:n]
 
     def _select(self) -> SearchResult:
         ranked = [src for src in self._ranked_measured()

@@ -235,31 +235,15 @@ class Space:
         return Point(tuple(fusion), tuple(tilings))
 
     def mutate(self, point: Point, rng: random.Random) -> Point | None:
-        """A neighbour of ``point``: one fusion choice changed (the kernels it touches
-        drawn afresh), or one parameter of one kernel moved to a neighbouring value."""
+        """A neighbour of ``point``: one fusion choice changed (see ``with_fusion``), or
+        one parameter of one kernel moved to a neighbouring value."""
         fusion_names = [n for n, _ in point.fusion if len(self.options[n]) > 1]
         if fusion_names and rng.random() < 0.2:
             name = rng.choice(fusion_names)
             current = dict(point.fusion)[name]
             new = dict(point.fusion)
             new[name] = rng.choice([c for c in self.options[name] if c != current])
-            fusion = tuple((n, new[n]) for n, _ in point.fusion)
-            if fusion not in self.tileable_fusions():
-                return None
-            kept = {anchor: (rule, params) for anchor, rule, params in point.tilings}
-            tilings = []
-            for group in self.groups(fusion):
-                old = kept.get(group.anchor)
-                if old and old[0] in [r.name for r in self.rules_for(group)] and \
-                        self._rule(old[0]).valid(group, self, dict(old[1])):
-                    tilings.append((group.anchor, old[0], old[1]))
-                    continue
-                rule = rng.choice(self.rules_for(group))
-                params = self._draw_params(rule, group, rng)
-                if params is None:
-                    return None
-                tilings.append((group.anchor, rule.name, params))
-            return Point(fusion, tuple(tilings))
+            return self.with_fusion(point, tuple((n, new[n]) for n, _ in point.fusion), rng)
         index = rng.randrange(len(point.tilings))
         anchor, rule_name, params = point.tilings[index]
         rule = self._rule(rule_name)
@@ -280,6 +264,32 @@ class Space:
         tilings = list(point.tilings)
         tilings[index] = (anchor, rule_name, tuple(sorted(changed.items())))
         return Point(point.fusion, tuple(tilings))
+
+    def with_fusion(self, point: Point, fusion: tuple, rng: random.Random) -> Point | None:
+        """``point``'s tilings under another fusion choice (None if the space lacks it).
+        A kernel keeps the tiling of the old kernel that had the same anchor, or else of
+        one that computed the same reduction (a matrix product fused into its consumer
+        keeps its tile sizes), where that tiling is still valid; the others are drawn."""
+        if fusion not in self.tileable_fusions():
+            return None
+        old_groups = {g.anchor: g for g in self.groups(point.fusion)}
+        kept = {anchor: (rule, params) for anchor, rule, params in point.tilings}
+        tilings = []
+        for group in self.groups(fusion):
+            sharing = [a for a, g in old_groups.items() if a != group.anchor and set(g.reductions) & set(group.reductions)]
+            for anchor in [group.anchor] + sharing:
+                old = kept.get(anchor)
+                if old and old[0] in [r.name for r in self.rules_for(group)] and \
+                        self._rule(old[0]).valid(group, self, dict(old[1])):
+                    tilings.append((group.anchor, old[0], old[1]))
+                    break
+            else:
+                rule = rng.choice(self.rules_for(group))
+                params = self._draw_params(rule, group, rng)
+                if params is None:
+                    return None
+                tilings.append((group.anchor, rule.name, params))
+        return Point(fusion, tuple(tilings))
 
     def contains(self, point: Point) -> bool:
         """Is ``point`` a point of this space (a fusion it offers, rules that apply,

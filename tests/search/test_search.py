@@ -170,3 +170,24 @@ def test_a_search_whose_every_candidate_fails_says_how_they_ended(tmp_path, monk
     monkeypatch.setenv("TCOMP_MEASURE_FAULT", "wrong")
     with pytest.raises(tc.TcompError, match=r"no candidate that is legal and correct \(.*3 wrong"):
         tc.autoschedule(_algorithm(), trials=1, model_only=True, db=tmp_path / "db.jsonl", workers=2)
+
+
+def test_refinement_tries_the_best_tiling_under_every_other_partition(fake_gpu, tmp_path, monkeypatch):
+    """After the first measurements (the best point of each partition), the best measured
+    point's tilings are measured under the other fusion choices before any mutant (the
+    model alone cannot rank partitions: on the H200 it ranked C fused into Q last)."""
+    import re
+
+    monkeypatch.setattr(search, "MUTANTS_PER_TRIAL", 0)  # siblings only
+    result = tc.autoschedule(_algorithm(), trials=8, db=tmp_path / "db.jsonl", workers=1)
+    first, later = result.records[:4], result.records[4:]
+    best = min(first, key=lambda r: r.measured)
+
+    def tile_sizes(source):
+        return re.search(r"\.tile\(\w+, \w+, (\d+), (\d+)\)", source).groups()
+
+    siblings = later[:3]  # four partitions: the best's own and three others
+    assert len(siblings) == 3
+    for r in siblings:
+        assert tile_sizes(r.schedule) == tile_sizes(best.schedule)
+    assert len({r.schedule for r in siblings + [best]}) == 4

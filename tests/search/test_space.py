@@ -139,3 +139,20 @@ def test_a_space_that_no_rule_can_tile_says_so():
     space = Space(matmul_silu_quant.algorithm(32, 32, 32), rules=[])
     with pytest.raises(tc.TcompError, match="the search space of C, Y, Q is empty.*rules: none"):
         space.sample(random.Random(0))
+
+
+def test_a_matrix_product_keeps_its_tiling_when_its_fusion_changes():
+    """with_fusion: C fused into Q keeps the tile sizes it had as its own kernel (the
+    partitions compared at equal tiles), and back; the elementwise kernel is drawn."""
+    space = Space(matmul_silu_quant.algorithm(256, 256, 256))
+    rule, params = LADDER_POINTS["warptiled"]
+    rng = random.Random(0)
+    alone = Point((("C", "root"), ("Y", "inline")), (("C", rule, _params(**params)),
+                                                     ("Q", "flat_tiling", _params(threads=128, vector=4))))
+    assert space.contains(alone)
+    fused = space.with_fusion(alone, (("C", "fused"), ("Y", "inline")), rng)
+    assert fused.tilings == (("Q", rule, _params(**params)),) and space.contains(fused)
+    back = space.with_fusion(fused, alone.fusion, rng)
+    assert dict((a, (r, p)) for a, r, p in back.tilings)["C"] == (rule, _params(**params))
+    assert space.contains(back)
+    assert space.with_fusion(alone, (("C", "inline"), ("Y", "inline")), rng) is None  # not offered

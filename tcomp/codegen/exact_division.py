@@ -1,0 +1,79 @@
+"""Correctly rounded float32 division by a constant, with one multiplication and two FMAs.
+
+``x / c`` compiles to ``div.rn.f32``: a reciprocal on the special-function unit, five
+FMAs, a range check and a branch. When ``c`` is a constant, Markstein's correction gives
+the same correctly rounded quotient from ``r = RN(1/c)``:
+
+    q0 = RN(x * r)               # within about an ulp of x / c
+    e  = fma(-q0, c, x)          # the remainder x - q0 * c, exactly
+    q  = fma(e, r, q0)           # RN(x / c)
+
+The correction is exact for every ``x`` when ``q0`` is close enough to ``x / c``, which
+depends on ``c``'s significand alone (both sides scale by powers of two, as long as nothing
+overflows or underflows). :func:`correction_is_exact` checks it for one constant over all
+2^23 significands of ``x`` in [1, 2), emulating each rounding exactly in float64; the code
+generator uses the correction only for constants that pass, and only where the quotient
+is rounded to an integer and clamped to a small range (``tc.quantize`` to int8), so that
+an underflowing remainder (|x / c| far below 1/2) or an overflowing product (far above the
+clamp) cannot change the result.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+
+
+def divide(x: np.ndarray, c: float) -> np.ndarray:
+    """The GPU's ``q0, e, q`` sequence above, emulated exactly: float32 ``x`` by ``c``."""
+    x = np.asarray(x, dtype=np.float32)
+    c32 = np.float32(c)
+    r32 = np.float32(1.0) / c32
+    q0 = x * r32  # float32 product: correctly rounded
+    # x - q0 * c: the product has 48 bits and the difference fits float64 exactly
+    e32 = (x.astype(np.float64) - q0.astype(np.float64) * np.float64(c32)).astype(np.float32)
+    return _round_sum_to_float32(q0.astype(np.float64), e32.astype(np.float64) * np.float64(r32))
+
+
+def is_correctly_rounded(x: np.ndarray, c: float, q: np.ndarray) -> np.ndarray:
+    """Is float32 ``q`` RN32(x / c), element by element? Decided by the exact remainder
+    ``x - q * c`` (float64 holds it exactly for ``q`` near ``x / c``) against half the gaps
+    to ``q``'s neighbours, times ``c``; on a tie ``q`` must be even."""
+    c64 = np.float64(np.float32(c))
+    x64 = np.asarray(x, dtype=np.float32).astype(np.float64)
+    q = np.asarray(q, dtype=np.float32)
+    q64 = q.astype(np.float64)
+    rem = (x64 - q64 * c64) * np.sign(c64)  # x / c - q, times |c|
+    above = (np.nextafter(q, np.float32(np.inf)).astype(np.float64) - q64) * abs(c64) / 2
+    below = (q64 - np.nextafter(q, np.float32(-np.inf)).astype(np.float64)) * abs(c64) / 2
+    even = (q.view(np.int32) & 1) == 0
+    inside = (rem < above) & (rem > -below)
+    tie = ((rem == above) | (rem == -below)) & even
+    return inside | tie
+
+
+def _round_sum_to_float32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """RN32(a + b) exactly, for float64 ``a`` and ``b`` (an FMA's single rounding)."""
+    s = a + b
+    bb = s - a
+    err = (a - (s - bb)) + (b - bb)  # TwoSum: s + err == a + b exactly
+    r = s.astype(np.float32)
+    r64 = r.astype(np.float64)
+    d = s - r64
+    half = (np.nextafter(r, np.where(d > 0, np.float32(np.inf), np.float32(-np.inf))).astype(np.float64) - r64) / 2
+    on_mid = (d != 0) & (d == half)
+    # s sits on a float32 midpoint: the error term says which way the exact sum lies
+    move = on_mid & (np.sign(err) == np.sign(d))
+    r[move] = np.nextafter(r[move], np.where(d[move] > 0, np.float32(np.inf), np.float32(-np.inf)))
+    return r
+
+
+@functools.lru_cache(maxsize=256)
+def correction_is_exact(c: float) -> bool:
+    """Does the sequence above give RN32(x / c) for every float32 significand of x?"""
+    c32 = np.float32(c)
+    if not np.isfinite(c32) or c32 == 0 or abs(float(c32)) < 2.0**-100 or abs(float(c32)) > 2.0**100:
+        return False
+    x = (np.arange(2**23, dtype=np.int64) | 0x3F800000).astype(np.int32).view(np.float32)  # [1, 2)
+    return all(is_correctly_rounded(part, c32, divide(part, c32)).all() for part in np.array_split(x, 8))
