@@ -777,6 +777,14 @@ def reassociations(s, prog: ScheduledProgram) -> tuple:
         red = stage.op.reduction
         if red is None or stage.attach.kind == "inline":
             continue
+        if stage.rfactor_parts:
+            exact = red.combiner in ("max", "min")
+            partial = red.source.tensor.name
+            out.append(Reassociation(stage.name, red.combiner, exact, (
+                f"{stage.name}: rfactor splits the {red.combiner} into {stage.rfactor_parts} partial results "
+                f"({partial}), combined afterwards; "
+                + ("exact for max and min: the result is the same" if exact else
+                   "a floating-point sum may differ from the algorithm's in the last bits"))))
         upd = next((st for st in prog.of_stage(stage) if st.kind == "update"), None)
         if upd is None:
             continue

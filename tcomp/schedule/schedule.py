@@ -172,6 +172,65 @@ class Schedule:
         self.stages.insert(self.stages.index(stage), cache_stage)
         return cache
 
+    @primitive
+    def rfactor(self, tensor, parts: int, interleaved: bool = False) -> Tensor:
+        """Split-K: reduce ``tensor``'s reduction axis in ``parts`` independent slices.
+
+        A new stage ``<name>_rf`` of shape ``(parts, *tensor.shape)`` takes over the
+        expression: slice ``p`` reduces the reduction axis over
+        ``[p * extent // parts, (p + 1) * extent // parts)`` (with ``interleaved``, over
+        ``p, p + parts, p + 2 * parts, ...``: threads that each take a slice then read
+        consecutive elements together); ``tensor`` itself becomes the reduction of those
+        partial results over a new axis ``p`` with the same combiner. The slices are
+        independent, so ``p`` can be bound to blocks (``blockIdx.z``) when the output
+        alone cannot fill the GPU, or to the threads of a block (the partial results in
+        shared memory) for a reduction along a row. A sum then adds its terms in another
+        order than the algorithm (``tc.check`` reports the reassociation); max and min are
+        exact. Call it before any other primitive on that stage::
+
+            CR = s.rfactor(C, 4); s[CR].bind(s[CR].axis[0], "blockIdx.z")
+        """
+        tensor = self._tensor_arg(tensor)
+        stage = self[tensor]
+        red = stage.op.reduction
+        if red is None:
+            raise ScheduleError(f"rfactor needs a reduction; {tensor.name} has no reduction axis")
+        if len(red.axes) != 1:
+            raise ScheduleError(f"rfactor splits one reduction axis; {tensor.name} reduces over "
+                                f"{', '.join(a.name for a in red.axes)}")
+        if stage.relations or stage.bindings or stage.annotations or stage.attach.kind != "root" \
+                or stage.leaf_vars != list(stage.root_axes) + list(stage.reduce_axes):
+            raise ScheduleError(f"rfactor({tensor.name}) must come before the other primitives on stage {tensor.name}")
+        k = red.axes[0]
+        if not isinstance(parts, int) or isinstance(parts, bool) or parts < 2 or k.extent % parts:
+            divisors = [d for d in range(2, min(k.extent, 64) + 1) if k.extent % d == 0]
+            raise ScheduleError(f"rfactor parts must be an int >= 2 that divides the extent {k.extent} of "
+                                f"{k.name}, got {parts!r} (divisors: {', '.join(map(str, divisors)) or 'none'})")
+        from ..ir.expr import IntImm, binary
+        from ..ir.visitor import substitute
+        from ..lang.tensor import Reduce
+
+        name = self._unique_name(f"{tensor.name}_rf")
+        old = stage.op
+        part = IterVar("p", "int32", parts, "spatial")
+        fresh = tuple(IterVar(a.name, "int32", a.extent, "spatial") for a in old.axis)
+        inner = IterVar(k.name, "int32", k.extent // parts, "reduce")
+        whole_k = binary("+", binary("*", inner, IntImm(parts)), part) if interleaved else \
+            binary("+", binary("*", part, IntImm(k.extent // parts)), inner)
+        source = substitute(red.source, {**dict(zip(old.axis, fresh)), k: whole_k})
+        partial = Tensor(name, (parts,) + tuple(tensor.shape), tensor.dtype, None)
+        partial.op = ComputeOp(name, (part,) + fresh, (inner,), Reduce(red.combiner, source, (inner,)))
+        partial.op.output = partial
+        across = IterVar("p", "int32", parts, "reduce")
+        stage.op = ComputeOp(old.name, old.axis, (across,),
+                             Reduce(red.combiner, TensorRead(partial, (across,) + tuple(old.axis)), (across,)))
+        stage.op.output = tensor
+        stage.rfactor_parts = parts
+        stage.reduce_axes = (across,)
+        stage.leaf_vars = list(stage.root_axes) + [across]
+        self.stages.insert(self.stages.index(stage), Stage(self, partial))
+        return partial
+
     # ------------------------------------------------------------------ trace
 
     def trace_source(self, with_sites: bool = True) -> str:

@@ -109,6 +109,7 @@ class Stage:
         self.is_cache = False
         self.storage_axes: tuple | None = None  # dimension order of the stage's buffer
         self.double_buffered = False
+        self.rfactor_parts: int | None = None  # s.rfactor: the partial results this stage combines
 
     # ------------------------------------------------------------------ inspection
 

@@ -146,6 +146,8 @@ def current_target() -> dict:
     from numba import cuda
     from numba.cuda.cudadrv.driver import get_version
 
+    if not cuda.is_available():  # NOTE: a model-only search on a machine without a GPU
+        return {"gpu": "none", "numba_cuda": numba_cuda}
     device = cuda.get_current_device()
     name = device.name.decode() if isinstance(device.name, bytes) else device.name
     # NOTE: lists, not tuples, so that a target read back from JSON compares equal

@@ -7,6 +7,11 @@
   buffering and the k loop unrolled in steps.
 - :class:`WarpTiling`: the same kernel with the block tile split over warps and each
   thread's tile strided over the warp's sub-tiles (the worklog's kernel 10).
+- :class:`SplitK`: a matrix product whose output tiles cannot fill the GPU, its k axis
+  cut into slices that run on their own blocks (``s.rfactor``), then added.
+- :class:`RowReduction`: a reduction along rows that is not a matrix product (a row's
+  max for a per-row quantization scale): a block per row, its threads on interleaved
+  slices of the row, the slices combined through shared memory.
 - :class:`FlatTiling`: any other kernel (elementwise chains, and reductions not
   matched above): its output flattened and split over blocks, threads and vector lanes.
 
@@ -67,6 +72,31 @@ def _accumulator(s, group: Group, product: str):
     return s[product].op.output
 
 
+def _operand_caches(s, a, b, acc) -> tuple:
+    """Shared tiles of the operands and register fragments of those, read by ``acc``."""
+    a_shared = s.cache_read(a, "shared", [acc])
+    b_shared = s.cache_read(b, "shared", [acc])
+    return a_shared, b_shared, s.cache_read(a_shared, "local", [acc]), s.cache_read(b_shared, "local", [acc])
+
+
+def _block_and_thread_tiles(s, out, lead: tuple, BM: int, BN: int, TM: int, TN: int):
+    """``out``'s last two axes in BM x BN block tiles of TM x TN thread tiles, bound to
+    blocks and threads, the thread tile unrolled; ``lead``, axes kept outside (already
+    bound). Returns the thread loop the accumulator is computed at."""
+    i, j = s[out].axis[-2:]
+    bi, bj, ii, jj = s[out].tile(i, j, BM, BN)
+    ty, ri = s[out].split(ii, TM)
+    tx, rj = s[out].split(jj, TN)
+    s[out].reorder(*lead, bi, bj, ty, tx, ri, rj)
+    s[out].bind(bi, "blockIdx.y")
+    s[out].bind(bj, "blockIdx.x")
+    s[out].bind(ty, "threadIdx.y")
+    s[out].bind(tx, "threadIdx.x")
+    s[out].unroll(ri)
+    s[out].unroll(rj)
+    return tx
+
+
 def _cooperative_fill(s, cache, threads_y: int, threads_x: int, vector: int) -> None:
     """Spread a shared tile's fill over the block's threads: consecutive threads on
     consecutive elements of a row (coalesced), ``vector`` elements per thread and load."""
@@ -86,7 +116,7 @@ def _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, BK: int, k_unroll: int) 
     """Inside a thread: k steps of BK (the shared tiles filled at each), each k of a
     step (the register fragments loaded at each), then the thread's outputs, unrolled
     so that they stay in registers; the k of a step unrolled by ``k_unroll``."""
-    ci, cj = s[acc].axis
+    *_, ci, cj = s[acc].axis  # NOTE: a split-K accumulator leads with its slice axis
     (k,) = s[acc].reduce_axis
     ko, ki = s[acc].split(k, BK)
     s[acc].reorder(ko, ki, ci, cj)
@@ -144,21 +174,8 @@ class BlockTiling(Rule):
         product, a, b = _product_stage(group)
         acc = _accumulator(s, group, product)
         out = s[group.anchor].op.output
-        a_shared = s.cache_read(a, "shared", [acc])
-        b_shared = s.cache_read(b, "shared", [acc])
-        a_frag = s.cache_read(a_shared, "local", [acc])
-        b_frag = s.cache_read(b_shared, "local", [acc])
-        i, j = s[out].axis
-        bi, bj, ii, jj = s[out].tile(i, j, p["BM"], p["BN"])
-        ty, ri = s[out].split(ii, p["TM"])
-        tx, rj = s[out].split(jj, p["TN"])
-        s[out].reorder(bi, bj, ty, tx, ri, rj)
-        s[out].bind(bi, "blockIdx.y")
-        s[out].bind(bj, "blockIdx.x")
-        s[out].bind(ty, "threadIdx.y")
-        s[out].bind(tx, "threadIdx.x")
-        s[out].unroll(ri)
-        s[out].unroll(rj)
+        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, a, b, acc)
+        tx = _block_and_thread_tiles(s, out, (), p["BM"], p["BN"], p["TM"], p["TN"])
         s[acc].compute_at(s[out], tx)
         _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, p["BK"], p["k_unroll"])
         if p["transpose_a"]:
@@ -220,10 +237,7 @@ class WarpTiling(Rule):
         warps, wmiter = self._layout(p)
         acc = _accumulator(s, group, product)
         out = s[group.anchor].op.output
-        a_shared = s.cache_read(a, "shared", [acc])
-        b_shared = s.cache_read(b, "shared", [acc])
-        a_frag = s.cache_read(a_shared, "local", [acc])
-        b_frag = s.cache_read(b_shared, "local", [acc])
+        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, a, b, acc)
         wsubm, wsubn = p["WM"] // wmiter, p["WN"] // p["WNITER"]
         i, j = s[out].axis
         bi, bj, ii, jj = s[out].tile(i, j, p["BM"], p["BN"])
@@ -251,6 +265,96 @@ class WarpTiling(Rule):
         if p["double_buffer"]:
             s[a_shared].double_buffer()
             s[b_shared].double_buffer()
+
+
+class SplitK(Rule):
+    """Split-K for a matrix product whose output tiles alone leave most of the GPU idle (a
+    decode-size M): ``s.rfactor`` cuts the k axis into ``parts`` slices, each slice a
+    block-tiled product of its own (the slice bound to ``blockIdx.z``, partial sums in
+    device memory), then one thread per output adds the slices. A reassociation, which
+    ``tc.check`` reports."""
+
+    name = "split_k"
+    #: SMs of the target (the H200's 132): below this many output tiles, split
+    SMS = 132
+
+    def applies(self, group, space):
+        product = _product_stage(group)
+        if product is None or product[0] != group.anchor or group.fused:
+            return False
+        M, N = space.stages[group.anchor].shape
+        return -(-M // 16) * -(-N // 32) < self.SMS  # even the smallest tiles leave SMs idle
+
+    def choices(self, group, space):
+        return {"parts": [2, 4, 8, 16], "BM": [16, 32, 64], "BN": [32, 64, 128], "BK": [8, 16, 32],
+                "TM": [1, 2, 4], "TN": [2, 4, 8], "vector": [1, 2, 4], "threads": [64, 128, 256]}
+
+    def valid(self, group, space, p):
+        stage = space.stages[group.anchor]
+        M, N = stage.shape
+        K = stage.op.reduce_axis[0].extent
+        if K % p["parts"] or (K // p["parts"]) % p["BK"] or p["BM"] % p["TM"] or p["BN"] % p["TN"]:
+            return False
+        tiles = -(-M // p["BM"]) * -(-N // p["BN"])
+        threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
+        per_fill = threads * p["vector"]
+        return (tiles < self.SMS and tiles * p["parts"] <= 4 * self.SMS and 32 <= threads <= 1024
+                and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
+                and p["BN"] % p["vector"] == 0 and p["threads"] <= max(M * N, 64)
+                and _shared_bytes(p["BM"], p["BN"], p["BK"], False) <= SHARED_BYTES
+                and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
+
+    def apply(self, s, group, p):
+        product, a, b = _product_stage(group)
+        partial = s.rfactor(product, p["parts"])
+        acc = s.cache_write(partial, "local")
+        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, a, b, acc)
+        part = s[partial].axis[0]
+        s[partial].bind(part, "blockIdx.z")
+        tx = _block_and_thread_tiles(s, partial, (part,), p["BM"], p["BN"], p["TM"], p["TN"])
+        s[acc].compute_at(s[partial], tx)
+        _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, p["BK"], 1)
+        threads_y, threads_x = p["BM"] // p["TM"], p["BN"] // p["TN"]
+        _cooperative_fill(s, a_shared, threads_y, threads_x, 1)  # NOTE: A's rows are K long, often short
+        _cooperative_fill(s, b_shared, threads_y, threads_x, p["vector"])
+        combine = s[product]
+        flat = combine.fuse(*combine.axis)
+        block, thread = combine.split(flat, p["threads"])
+        combine.bind(block, "blockIdx.x")
+        combine.bind(thread, "threadIdx.x")
+
+
+class RowReduction(Rule):
+    """A reduction along rows that is not a matrix product (a row's max or sum): one block
+    of ``threads`` threads per output element, each thread reducing an interleaved slice
+    of the row (consecutive threads on consecutive elements) into shared memory, then one
+    thread combining the slices (``s.rfactor(..., interleaved=True)``)."""
+
+    name = "row_reduction"
+
+    def applies(self, group, space):
+        stage = space.stages[group.anchor]
+        return (stage.reduction and not group.fused and _product_stage(group) is None
+                and len(stage.op.reduce_axis) == 1)
+
+    def choices(self, group, space):
+        return {"threads": [32, 64, 128, 256, 512]}
+
+    def valid(self, group, space, p):
+        extent = space.stages[group.anchor].op.reduce_axis[0].extent
+        return extent % p["threads"] == 0 and extent >= 2 * p["threads"]
+
+    def apply(self, s, group, p):
+        stage = s[group.anchor]
+        partial = s.rfactor(stage.op.output, p["threads"], interleaved=True)
+        axes = list(stage.axis)
+        row = axes[0]
+        for ax in axes[1:]:
+            row = stage.fuse(row, ax)
+        stage.bind(row, "blockIdx.x")
+        s[partial].set_scope("shared")
+        s[partial].compute_at(stage, row)
+        s[partial].bind(s[partial].axis[0], "threadIdx.x")
 
 
 class FlatTiling(Rule):
@@ -291,7 +395,9 @@ class FlatTiling(Rule):
 
 BLOCK_TILING = register_rule(BlockTiling())
 WARP_TILING = register_rule(WarpTiling())
+SPLIT_K = register_rule(SplitK())
+ROW_REDUCTION = register_rule(RowReduction())
 FLAT_TILING = register_rule(FlatTiling())
 
-__all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "WARP_TILING", "WarpTiling",
-           "matrix_product_operands"]
+__all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "ROW_REDUCTION", "RowReduction", "SPLIT_K",
+           "SplitK", "WARP_TILING", "WarpTiling", "matrix_product_operands"]

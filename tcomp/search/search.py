@@ -121,6 +121,13 @@ def _can_measure() -> bool:
     return not simulator_enabled() and _gpu_count() > 0
 
 
+def _can_run_kernels() -> bool:
+    """A GPU, or Numba's CUDA simulator, to run a candidate on."""
+    from ..codegen import simulator_enabled
+
+    return simulator_enabled() or _gpu_count() > 0
+
+
 def _gpu_count() -> int:
     try:
         from numba import cuda
@@ -176,9 +183,14 @@ def _model_only(out, space, pool: _Pool, database, key, progress: Progress, time
     progress.stage("validating")
     target = current_target()
     records = []
+    best = legal[0]
+    if not _can_run_kernels():
+        return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, records,
+                            validated="not validated: no GPU here and Numba's CUDA simulator is off "
+                                      "(NUMBA_ENABLE_CUDASIM=1 runs it; `tcomp autoschedule` switches it on)",
+                            description=best.point.describe())
     threads = _simulated_threads(legal[0].source, out)
     if threads > SIMULATOR_THREADS_PER_SECOND * timeout:
-        best = legal[0]
         return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, records,
                             validated=f"not validated: the CUDA simulator would run {threads:,} threads here (about "
                                       f"{threads / SIMULATOR_THREADS_PER_SECOND / 60:,.0f} minutes); check the "

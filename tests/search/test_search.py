@@ -191,3 +191,11 @@ def test_refinement_tries_the_best_tiling_under_every_other_partition(fake_gpu, 
     for r in siblings:
         assert tile_sizes(r.schedule) == tile_sizes(best.schedule)
     assert len({r.schedule for r in siblings + [best]}) == 4
+
+
+def test_model_only_without_a_gpu_or_the_simulator_says_it_did_not_validate(tmp_path, monkeypatch):
+    monkeypatch.setattr(search, "MIN_DRAWS", 12)
+    monkeypatch.setattr(search, "_can_run_kernels", lambda: False)
+    result = tc.autoschedule(_algorithm(), trials=4, model_only=True, db=tmp_path / "db.jsonl", workers=1)
+    assert result.measured is None and result.predicted > 0 and result.records == []
+    assert result.validated.startswith("not validated: no GPU here") and "NUMBA_ENABLE_CUDASIM=1" in result.validated

@@ -6,6 +6,7 @@ import random
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import tcomp as tc
@@ -156,3 +157,59 @@ def test_a_matrix_product_keeps_its_tiling_when_its_fusion_changes():
     assert dict((a, (r, p)) for a, r, p in back.tilings)["C"] == (rule, _params(**params))
     assert space.contains(back)
     assert space.with_fusion(alone, (("C", "inline"), ("Y", "inline")), rng) is None  # not offered
+
+
+def _decode_matmul(M, N, K):
+    A = tc.placeholder((M, K), "float32", name="A")
+    W = tc.placeholder((K, N), "float32", name="W")
+    k = tc.reduce_axis(K, "k")
+    return tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+
+
+def test_split_k_joins_the_space_where_the_output_cannot_fill_the_gpu():
+    small = Space(_decode_matmul(16, 64, 256))
+    group = small.groups(small.tileable_fusions()[0])[0]
+    assert "split_k" in [r.name for r in small.rules_for(group)]
+    big = Space(_decode_matmul(512, 512, 512))
+    group = big.groups(big.tileable_fusions()[0])[0]
+    assert "split_k" not in [r.name for r in big.rules_for(group)]
+
+
+def test_a_split_k_point_is_legal_reports_its_reassociation_and_matches(rng):
+    from workloads import check_float
+
+    out = _decode_matmul(16, 64, 128)
+    space = Space(out)
+    draw = random.Random(2)
+    point = next(p for p in (space.sample(draw) for _ in range(200))
+                 if p is not None and p.tilings[0][1] == "split_k")
+    assert space.contains(point)
+    s = space.schedule(point)
+    report = tc.check(s)
+    assert report.legal and [r.stage for r in report.reassociations] == ["C"]
+    a = rng.standard_normal((16, 128)).astype("float32")
+    w = rng.standard_normal((128, 64)).astype("float32")
+    got = np.full((16, 64), np.nan, "float32")
+    tc.build(s)(a, w, got)
+    check_float(got, a.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_a_row_reduction_gets_a_block_per_row_and_matches(rng):
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from test_candidates import _matmul_row_scaled_quant
+
+    out = _matmul_row_scaled_quant(16, 64, 16)
+    space = Space(out)
+    draw = random.Random(0)
+    point = next(p for p in (space.sample(draw) for _ in range(200))
+                 if p is not None and any(rule == "row_reduction" for _, rule, _ in p.tilings))
+    s = space.schedule(point)
+    report = tc.check(s)
+    assert report.legal and any(r.stage == "R" and r.exact for r in report.reassociations)
+    A, W = s.placeholders
+    a = rng.standard_normal((16, 16)).astype("float32")
+    w = rng.standard_normal((16, 64)).astype("float32")
+    got = np.full((16, 64), -77, np.int8)
+    tc.build(s)(a, w, got)
+    want = tc.evaluate(out, {A: a, W: w})
+    assert np.abs(got.astype(int) - want).max() <= 1 and np.count_nonzero(got != want) <= 2

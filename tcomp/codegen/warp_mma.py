@@ -1,0 +1,351 @@
+"""Warp-level matrix instructions for generated kernels, and Python models of them that
+Numba's CUDA simulator runs.
+
+On the GPU each function is a Numba intrinsic around one PTX instruction (the encodings
+are those verified on the H200 in NUMBA_CUDA.md):
+
+    mma_m16n8k16_bf16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3) -> (d0, d1, d2, d3)
+    mma_m16n8k16_f16(...)                  mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}
+    ldmatrix_x1/_x2/_x4(smem, index)       ldmatrix.sync.aligned.m8n8.xN.shared.b16
+    ldmatrix_x1_trans/_x2_trans/_x4_trans  ... .trans
+    cp_async4/8/16(smem, index, src, index) cp.async.{ca,ca,cg}.shared.global, 4/8/16 bytes
+    cp_async_commit()                      cp.async.commit_group
+    cp_async_wait(n) (n = 0..7, a constant) cp.async.wait_group n
+    pack_bf16x2(hi, lo), pack_f16x2(hi, lo) cvt.rn.{bf16x2,f16x2}.f32: two floats, one register
+
+``a*`` and ``b*`` are 32-bit registers holding two 16-bit values (the lower-numbered
+element in the low half), ``c*``/``d*`` float32; ``smem`` is a shared array of 16-bit bit
+patterns (uint16) and ``index`` an element of it; ``src`` a global array.
+
+Fragment layouts of m16n8k16 (lane = 4 * group + t, the PTX ISA's tables), given by
+:func:`a_element`, :func:`b_element` and :func:`c_element`:
+
+    A 16x16, row-major: register r holds (row, col) = (group + 8 * (r % 2), 2t + 8 * (r // 2) + h)
+    B 16x8,  "col":     register r holds (k, n)     = (2t + 8 * r + h, group)
+    C 16x8:             register r is  (row, col)   = (group + 8 * (r // 2), 2t + r % 2)
+
+(``h`` the half: 0 low, 1 high). ``ldmatrix_xN``: lanes 8m .. 8m+7 give the addresses of the
+8 rows of matrix m (8 x 8 16-bit elements, a row 16 contiguous bytes); register m of lane
+l receives row ``l // 4``, elements ``2 (l % 4)`` and ``2 (l % 4) + 1`` of matrix m; with
+``.trans`` it receives column ``l // 4``, rows ``2 (l % 4)`` and ``2 (l % 4) + 1``.
+
+The models (``sim_*``) exchange the lanes' operands through a per-warp rendezvous: every
+lane of the warp must call the same instruction, as on the GPU. ``sim_cp_async*`` copies
+land only when a ``sim_cp_async_wait`` releases their group (the latest moment the PTX
+memory model allows), so a kernel that reads a destination too early reads stale data in
+the simulator too.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import ml_dtypes
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.cuda.extending import intrinsic
+
+_I16, _I32, _I64, _F32 = ir.IntType(16), ir.IntType(32), ir.IntType(64), ir.FloatType()
+
+# ---------------------------------------------------------------------------- layouts
+
+
+def a_element(lane: int, reg: int, half: int) -> tuple:
+    """(row, col) of A (16x16) held by ``half`` of register ``reg`` of ``lane``."""
+    group, t = divmod(lane, 4)
+    return group + 8 * (reg % 2), 2 * t + 8 * (reg // 2) + half
+
+
+def b_element(lane: int, reg: int, half: int) -> tuple:
+    """(k, n) of B (16x8) held by ``half`` of register ``reg`` of ``lane``."""
+    group, t = divmod(lane, 4)
+    return 2 * t + 8 * reg + half, group
+
+
+def c_element(lane: int, reg: int) -> tuple:
+    """(row, col) of C and D (16x8) in register ``reg`` of ``lane``."""
+    group, t = divmod(lane, 4)
+    return group + 8 * (reg // 2), 2 * t + reg % 2
+
+
+# ---------------------------------------------------------------------------- GPU intrinsics
+
+
+def _asm(builder, ret, args, text: str, constraints: str, side_effect: bool = False):
+    fn = ir.FunctionType(ret, [a.type for a in args])
+    return builder.call(ir.InlineAsm(fn, text, constraints, side_effect=side_effect), args)
+
+
+def _element_pointer(context, builder, array_type, array, index):
+    ary = context.make_array(array_type)(context, builder, array)
+    offset = builder.zext(index, _I64) if index.type.width < 64 else index
+    return builder.gep(ary.data, [offset])
+
+
+def _shared_address(context, builder, array_type, array, index):
+    """The 32-bit shared-window address of ``array[index]`` (ldmatrix and cp.async take it)."""
+    ptr = builder.bitcast(_element_pointer(context, builder, array_type, array, index), ir.IntType(8).as_pointer())
+    return builder.ptrtoint(builder.addrspacecast(ptr, ir.IntType(8).as_pointer(3)), _I32)
+
+
+def _global_address(context, builder, array_type, array, index):
+    return builder.ptrtoint(_element_pointer(context, builder, array_type, array, index), _I64)
+
+
+def _as_u32(context, builder, value, typ):
+    return context.cast(builder, value, typ, types.uint32)
+
+
+def _make_mma(kind: str):
+    text = (f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32 "
+            "{$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};")
+
+    def mma(typingctx, a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        sig = types.UniTuple(types.float32, 4)(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3)
+
+        def codegen(context, builder, signature, args):
+            regs = [_as_u32(context, builder, v, t) for v, t in zip(args[:6], signature.args[:6])]
+            accs = [context.cast(builder, v, t, types.float32) for v, t in zip(args[6:], signature.args[6:])]
+            ret = ir.LiteralStructType([_F32] * 4)
+            out = _asm(builder, ret, regs + accs, text, "=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f")
+            lanes = [builder.extract_value(out, n) for n in range(4)]
+            return context.make_tuple(builder, signature.return_type, lanes)
+
+        return sig, codegen
+
+    mma.__name__ = f"mma_m16n8k16_{kind}"
+    return intrinsic(mma)
+
+
+def _make_ldmatrix(count: int, trans: bool):
+    regs = ", ".join(f"${n}" for n in range(count))
+    text = f"ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.shared.b16 {{{regs}}}, [${count}];"
+    constraints = ",".join(["=r"] * count + ["r"])
+
+    def ldmatrix(typingctx, smem, index):
+        ret_type = types.uint32 if count == 1 else types.UniTuple(types.uint32, count)
+        sig = ret_type(smem, index)
+
+        def codegen(context, builder, signature, args):
+            address = _shared_address(context, builder, signature.args[0], args[0], args[1])
+            ret = _I32 if count == 1 else ir.LiteralStructType([_I32] * count)
+            out = _asm(builder, ret, [address], text, constraints + ",~{memory}", side_effect=True)
+            if count == 1:
+                return out
+            return context.make_tuple(builder, signature.return_type,
+                                      [builder.extract_value(out, n) for n in range(count)])
+
+        return sig, codegen
+
+    ldmatrix.__name__ = f"ldmatrix_x{count}{'_trans' if trans else ''}"
+    return intrinsic(ldmatrix)
+
+
+def _make_cp_async(nbytes: int):
+    cache = "cg" if nbytes == 16 else "ca"  # NOTE: .cg (L2 only) takes 16-byte copies only
+    text = (f"{{ .reg .u64 g; cvta.to.global.u64 g, $1; cp.async.{cache}.shared.global [$0], [g], {nbytes}; }}")
+
+    def cp_async(typingctx, smem, smem_index, src, src_index):
+        sig = types.void(smem, smem_index, src, src_index)
+
+        def codegen(context, builder, signature, args):
+            dst = _shared_address(context, builder, signature.args[0], args[0], args[1])
+            source = _global_address(context, builder, signature.args[2], args[2], args[3])
+            _asm(builder, ir.VoidType(), [dst, source], text, "r,l,~{memory}", side_effect=True)
+            return context.get_dummy_value()
+
+        return sig, codegen
+
+    cp_async.__name__ = f"cp_async{nbytes}"
+    return intrinsic(cp_async)
+
+
+def _make_plain(text: str, name: str):
+    def plain(typingctx):
+        def codegen(context, builder, signature, args):
+            _asm(builder, ir.VoidType(), [], text, "~{memory}", side_effect=True)
+            return context.get_dummy_value()
+
+        return types.void(), codegen
+
+    plain.__name__ = name
+    return intrinsic(plain)
+
+
+def _make_pack(kind: str):
+    text = f"cvt.rn.{kind}x2.f32 $0, $1, $2;"
+
+    def pack(typingctx, hi, lo):
+        def codegen(context, builder, signature, args):
+            values = [context.cast(builder, v, t, types.float32) for v, t in zip(args, signature.args)]
+            return _asm(builder, _I32, values, text, "=r,f,f")
+
+        return types.uint32(hi, lo), codegen
+
+    pack.__name__ = f"pack_{kind}x2"
+    return intrinsic(pack)
+
+
+mma_m16n8k16_bf16 = _make_mma("bf16")
+mma_m16n8k16_f16 = _make_mma("f16")
+ldmatrix_x1, ldmatrix_x2, ldmatrix_x4 = (_make_ldmatrix(n, False) for n in (1, 2, 4))
+ldmatrix_x1_trans, ldmatrix_x2_trans, ldmatrix_x4_trans = (_make_ldmatrix(n, True) for n in (1, 2, 4))
+cp_async4, cp_async8, cp_async16 = (_make_cp_async(n) for n in (4, 8, 16))
+cp_async_commit = _make_plain("cp.async.commit_group;", "cp_async_commit")
+#: ``cp_async_wait[n]``: wait until at most ``n`` committed groups are still in flight
+CP_ASYNC_WAIT = tuple(_make_plain(f"cp.async.wait_group {n};", f"cp_async_wait_{n}") for n in range(8))
+pack_bf16x2 = _make_pack("bf16")
+pack_f16x2 = _make_pack("f16")
+
+# ---------------------------------------------------------------------------- simulator models
+
+_NARROW = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
+
+
+class _WarpRendezvous:
+    """Where the 32 lanes of one simulated warp meet to exchange one instruction's operands."""
+
+    TIMEOUT = 120.0  # seconds; a lane that never arrives is a kernel bug (divergent warp)
+
+    def __init__(self):
+        self.barrier = threading.Barrier(32, timeout=self.TIMEOUT)
+        self.slots: dict = {}
+
+
+_RENDEZVOUS: dict = {}
+_RENDEZVOUS_LOCK = threading.Lock()
+
+
+def _lane_and_warp():
+    thread = threading.current_thread()
+    manager = getattr(thread, "_manager", None)
+    if manager is None:
+        raise RuntimeError("a warp-level instruction's model runs only inside a simulated kernel")
+    lane = thread.thread_id % 32
+    key = (id(manager), tuple(thread.blockIdx), thread.thread_id // 32)
+    with _RENDEZVOUS_LOCK:
+        warp = _RENDEZVOUS.setdefault(key, _WarpRendezvous())
+    return lane, warp
+
+
+def _exchange(name: str, value):
+    """Every lane's ``value`` for this instruction, indexed by lane (all 32 must call)."""
+    lane, warp = _lane_and_warp()
+    warp.slots[lane] = value
+    try:
+        warp.barrier.wait()
+        everyone = [warp.slots[n] for n in range(32)]
+        warp.barrier.wait()  # NOTE: nobody overwrites a slot before every lane has read
+    except threading.BrokenBarrierError:
+        raise RuntimeError(f"{name}: not every lane of the warp executed it (warp-level instructions need all "
+                           f"32 lanes of a warp, in the same order)") from None
+    return lane, everyone
+
+
+def _halves(reg: int, kind: str) -> tuple:
+    bits = np.array([reg & 0xFFFF, (reg >> 16) & 0xFFFF], dtype=np.uint16)
+    return tuple(float(v) for v in bits.view(_NARROW[kind]).astype(np.float64))
+
+
+def _sim_mma(kind: str):
+    def mma(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        lane, lanes = _exchange(f"mma_m16n8k16_{kind}", ((int(a0), int(a1), int(a2), int(a3)), (int(b0), int(b1)),
+                                                         (float(c0), float(c1), float(c2), float(c3))))
+        A, B, C = np.zeros((16, 16)), np.zeros((16, 8)), np.zeros((16, 8))
+        for n, (a, b, c) in enumerate(lanes):
+            for r in range(4):
+                for h, v in enumerate(_halves(a[r], kind)):
+                    A[a_element(n, r, h)] = v
+                C[c_element(n, r)] = c[r]
+            for r in range(2):
+                for h, v in enumerate(_halves(b[r], kind)):
+                    B[b_element(n, r, h)] = v
+        D = (A @ B + C).astype(np.float32)  # NOTE: exact products, float64 sums, one rounding
+        return tuple(np.float32(D[c_element(lane, r)]) for r in range(4))
+
+    return mma
+
+
+def _sim_ldmatrix(count: int, trans: bool):
+    def ldmatrix(smem, index):
+        lane, lanes = _exchange(f"ldmatrix_x{count}", (smem, int(index)))
+        regs = []
+        for m in range(count):
+            rows = [lanes[8 * m + r] for r in range(8)]
+            matrix = np.array([np.asarray(array[start:start + 8]).view(np.uint16) for array, start in rows])
+            group, t = divmod(lane, 4)
+            pair = matrix[2 * t:2 * t + 2, group] if trans else matrix[group, 2 * t:2 * t + 2]
+            regs.append(np.uint32(int(pair[0]) | (int(pair[1]) << 16)))
+        return regs[0] if count == 1 else tuple(regs)
+
+    return ldmatrix
+
+
+_COPIES = threading.local()  # per simulated thread: copies not committed, committed groups
+
+
+def _copies():
+    if not hasattr(_COPIES, "open"):
+        _COPIES.open, _COPIES.groups = [], []
+    return _COPIES
+
+
+def _sim_cp_async(nbytes: int):
+    def cp_async(smem, smem_index, src, src_index):
+        count = nbytes // np.asarray(src).itemsize
+        data = np.array(src[src_index:src_index + count])  # NOTE: read at issue
+        _copies().open.append((smem, int(smem_index), data))
+
+    return cp_async
+
+
+def sim_cp_async_commit():
+    state = _copies()
+    state.groups.append(state.open)
+    state.open = []
+
+
+def _sim_cp_async_wait(n: int):
+    def wait():
+        state = _copies()
+        while len(state.groups) > n:
+            for smem, start, data in state.groups.pop(0):
+                smem[start:start + len(data)] = data
+
+    return wait
+
+
+def _sim_pack(kind: str):
+    def pack(hi, lo):
+        with np.errstate(over="ignore"):  # NOTE: beyond the narrow type's range: inf, as cvt.rn gives
+            bits = np.array([lo, hi], dtype=np.float32).astype(_NARROW[kind]).view(np.uint16)
+        return np.uint32(int(bits[0]) | (int(bits[1]) << 16))
+
+    return pack
+
+
+sim_mma_m16n8k16_bf16, sim_mma_m16n8k16_f16 = _sim_mma("bf16"), _sim_mma("f16")
+sim_ldmatrix_x1, sim_ldmatrix_x2, sim_ldmatrix_x4 = (_sim_ldmatrix(n, False) for n in (1, 2, 4))
+sim_ldmatrix_x1_trans, sim_ldmatrix_x2_trans, sim_ldmatrix_x4_trans = (_sim_ldmatrix(n, True) for n in (1, 2, 4))
+sim_cp_async4, sim_cp_async8, sim_cp_async16 = (_sim_cp_async(n) for n in (4, 8, 16))
+SIM_CP_ASYNC_WAIT = tuple(_sim_cp_async_wait(n) for n in range(8))
+sim_pack_bf16x2, sim_pack_f16x2 = _sim_pack("bf16"), _sim_pack("f16")
+
+#: the names above, for generated code: ``name -> (GPU intrinsic, simulator model)``
+INSTRUCTIONS = {
+    "mma_m16n8k16_bf16": (mma_m16n8k16_bf16, sim_mma_m16n8k16_bf16),
+    "mma_m16n8k16_f16": (mma_m16n8k16_f16, sim_mma_m16n8k16_f16),
+    **{f"ldmatrix_x{n}{s}": (globals()[f"ldmatrix_x{n}{s}"], globals()[f"sim_ldmatrix_x{n}{s}"])
+       for n in (1, 2, 4) for s in ("", "_trans")},
+    **{f"cp_async{n}": (globals()[f"cp_async{n}"], globals()[f"sim_cp_async{n}"]) for n in (4, 8, 16)},
+    "cp_async_commit": (cp_async_commit, sim_cp_async_commit),
+    **{f"cp_async_wait_{n}": (CP_ASYNC_WAIT[n], SIM_CP_ASYNC_WAIT[n]) for n in range(8)},
+    "pack_bf16x2": (pack_bf16x2, sim_pack_bf16x2),
+    "pack_f16x2": (pack_f16x2, sim_pack_f16x2),
+}
+
+
+def instructions(simulator: bool) -> dict:
+    """``name -> function`` for kernels that run on the GPU or in the simulator."""
+    return {name: pair[1 if simulator else 0] for name, pair in INSTRUCTIONS.items()}
