@@ -104,8 +104,10 @@ def load_array(path, dtype: str):
 def measure_batch(bench: str, sources: list, *, timeout: float = 120.0, repeats: int = 10, warmup: int = 3,
                   gpu: int | None = None, checked: bool = False) -> list:
     """Validate and time each schedule source of ``sources`` (see the module docstring);
-    one :class:`Measurement` per source, in order. ``gpu`` picks the device (through
-    ``CUDA_VISIBLE_DEVICES``) for the child. ``checked`` says that ``tc.check`` has
+    one :class:`Measurement` per source, in order. ``gpu`` picks the device for the
+    child: the ``gpu``-th of the devices this process sees (``CUDA_VISIBLE_DEVICES``, if
+    set, is respected), modulo their number, so that several workers can share one GPU.
+    ``checked`` says that ``tc.check`` has
     passed every source already (the search's filters), so the child builds without
     checking again; the result is still compared with the reference."""
     runner = _Runner(bench, gpu)
@@ -131,6 +133,22 @@ def prebuild(bench: str, source: str, checked: bool = False) -> str:
     return ""
 
 
+def worker_device(worker: int, visible: str | None = None, count: int | None = None) -> str:
+    """What ``CUDA_VISIBLE_DEVICES`` a measuring worker gets: the ``worker``-th (modulo)
+    of the devices this process sees: ``visible`` (default: this process's
+    ``CUDA_VISIBLE_DEVICES``) when set, else ``count`` devices (default: numba's count)."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES") if visible is None else visible
+    if visible is not None and visible.strip():
+        devices = [d.strip() for d in visible.split(",") if d.strip()]
+    else:
+        if count is None:
+            from numba import cuda
+
+            count = len(cuda.gpus) if cuda.is_available() else 1
+        devices = [str(n) for n in range(max(1, count))]
+    return devices[worker % len(devices)]
+
+
 _TIMED_OUT = object()
 
 
@@ -141,7 +159,7 @@ class _Runner:
         self.bench = bench
         self.env = dict(os.environ)
         if gpu is not None:
-            self.env["CUDA_VISIBLE_DEVICES"] = str(gpu)
+            self.env["CUDA_VISIBLE_DEVICES"] = worker_device(gpu)
         self.proc = None
         self.log: list = []
 

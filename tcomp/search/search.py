@@ -239,6 +239,26 @@ def _record(key, target, screened: Screened, m: Measurement | None = None) -> Re
                   predicted=screened.predicted, measured=m.measured, spread=m.spread, error=m.error)
 
 
+class _DeviceSlots:
+    """One device per measuring thread: a thread takes a worker number at its first batch
+    and keeps it (``measure_batch``'s ``gpu``), so that two batches are never timed on one
+    GPU at once, unless more workers than GPUs were asked for."""
+
+    def __init__(self, workers: int):
+        import queue
+        import threading
+
+        self.free = queue.SimpleQueue()
+        for worker in range(workers):
+            self.free.put(worker)
+        self.local = threading.local()
+
+    def measure(self, bench, sources, **kwargs):
+        if not hasattr(self.local, "worker"):
+            self.local.worker = self.free.get()
+        return measure_batch(bench, sources, gpu=self.local.worker, **kwargs)
+
+
 class _MeasuredSearch:
     """Steps 4 to 7 of the module docstring, on one or more GPUs."""
 
@@ -255,6 +275,9 @@ class _MeasuredSearch:
         self.gpus = max(1, gpus)
         self.executor = executor or ThreadPoolExecutor(self.gpus)
         self.own_executor = executor is None
+        # NOTE: the default executor's threads each keep one device; a given executor's
+        # workers measure wherever their own environment puts them
+        self.devices = _DeviceSlots(self.gpus) if self.own_executor and self.gpus > 1 else None
         # NOTE: spawned, not forked: a build creates a CUDA context, which a forked child of
         # a process that has one cannot
         self.builders = ProcessPoolExecutor(max(1, workers - 1), mp_context=multiprocessing.get_context("spawn")) \
@@ -308,9 +331,9 @@ class _MeasuredSearch:
                 except FutureTimeout:  # NOTE: the runner meets the same build and records its timeout
                     pass
             self.progress.update(built=len(batch))
-            futures.append(self.executor.submit(measure_batch, self.bench, [s.source for s in batch],
+            measure = self.devices.measure if self.devices is not None else measure_batch
+            futures.append(self.executor.submit(measure, self.bench, [s.source for s in batch],
                                                 timeout=self.timeout, repeats=self.repeats,
-                                                gpu=n % self.gpus if self.gpus > 1 else None,
                                                 checked=all(s.point is not None for s in batch)))
         done = []
         for batch, future in zip(batches, futures):

@@ -199,3 +199,42 @@ def test_model_only_without_a_gpu_or_the_simulator_says_it_did_not_validate(tmp_
     result = tc.autoschedule(_algorithm(), trials=4, model_only=True, db=tmp_path / "db.jsonl", workers=1)
     assert result.measured is None and result.predicted > 0 and result.records == []
     assert result.validated.startswith("not validated: no GPU here") and "NUMBA_ENABLE_CUDASIM=1" in result.validated
+
+
+def test_each_measuring_worker_keeps_its_own_gpu_and_no_record_is_lost(fake_gpu, tmp_path, monkeypatch):
+    """Two GPUs: batches go to two worker threads, each on one device; two batches never
+    time on one device at once; the database gets every record once."""
+    import threading
+    import time
+
+    intervals, lock = [], threading.Lock()
+
+    def runner(bench, sources, gpu=None, **kwargs):
+        start = time.perf_counter()
+        time.sleep(0.05)
+        out = fake_gpu(bench, sources, **kwargs)
+        with lock:
+            intervals.append((gpu, start, time.perf_counter(), threading.get_ident()))
+        return out
+
+    monkeypatch.setattr(search, "measure_batch", runner)
+    monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
+    db = tmp_path / "db.jsonl"
+    result = tc.autoschedule(_algorithm(), trials=8, db=db, workers=1, gpus=2)
+    searched = [iv for iv in intervals if iv[0] is not None]
+    assert {gpu for gpu, *_ in searched} == {0, 1}
+    for gpu in (0, 1):
+        spans = sorted((a, b) for g, a, b, _ in searched if g == gpu)
+        assert all(b1 <= a2 for (_, b1), (a2, _) in zip(spans, spans[1:])), f"two batches at once on GPU {gpu}"
+        assert len({t for g, _, _, t in searched if g == gpu}) == 1  # one thread per device
+    lines = [json.loads(line) for line in db.read_text().splitlines()]
+    schedules = [r["schedule"] for r in lines]
+    assert len(schedules) == len(set(schedules)) == len(result.records) == 8
+
+
+def test_workers_are_mapped_onto_the_visible_devices():
+    from tcomp.search.measure import worker_device
+
+    assert [worker_device(w, visible="2,3") for w in range(3)] == ["2", "3", "2"]
+    assert [worker_device(w, visible="", count=1) for w in range(2)] == ["0", "0"]  # two workers, one GPU
+    assert worker_device(5, visible=" 4 , 6 ") == "6"
