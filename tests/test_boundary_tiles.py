@@ -166,3 +166,17 @@ def test_a_row_reduction_with_a_tail_is_not_shifted_into_a_double_count(rng):
     io, ii = s[out].split(s[out].axis[0], 3)
     s[out].bind(io, "blockIdx.x")
     run_and_compare(s, w, rng)
+
+
+def test_a_double_buffers_prefetch_keeps_its_guard_and_the_k_loop_its_body_once(rng):
+    """K = 10 in steps of 4 with double buffering: the prefetch of the next tile from
+    device memory into registers stays guarded inside the k loop instead of peeling the
+    iteration where it stops holding, which would repeat the whole unrolled body (the
+    warptiled rung at 1000^3 spilled from that); the multiply-adds stay guard-free."""
+    w = matmul(21, 19, 10)
+    s = _blocktiled(w, w.out, BM=8, BN=8, BK=4, TM=2, TN=2, transpose_a=True, vector=2, double_buffer=True)
+    text = str(tc.lower(s))
+    assert "for k_o in range(2):" in text  # both full steps in the loop: no peeled copy of the second
+    k_loop = text[text.index("for k_o in range("):]
+    assert "_next" in k_loop and "k_o * 4" in k_loop  # a guarded prefetch inside the loop
+    run_and_compare(s, w, rng, **matmul_tol(10))

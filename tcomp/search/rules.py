@@ -72,10 +72,15 @@ def _accumulator(s, group: Group, product: str):
     return s[product].op.output
 
 
-def _operand_caches(s, a, b, acc) -> tuple:
-    """Shared tiles of the operands and register fragments of those, read by ``acc``."""
+def _operand_caches(s, group: Group, a, b, acc) -> tuple:
+    """Shared tiles of the operands and register fragments of those, read by ``acc``. An
+    operand the group stages (an elementwise stage, ``"staged"``) is inlined into its
+    tile's fill: computed there, once per element of the tile."""
     a_shared = s.cache_read(a, "shared", [acc])
     b_shared = s.cache_read(b, "shared", [acc])
+    for operand in (a, b):
+        if operand in group.staged:
+            s[operand].compute_inline()
     return a_shared, b_shared, s.cache_read(a_shared, "local", [acc]), s.cache_read(b_shared, "local", [acc])
 
 
@@ -174,7 +179,7 @@ class BlockTiling(Rule):
         product, a, b = _product_stage(group)
         acc = _accumulator(s, group, product)
         out = s[group.anchor].op.output
-        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, a, b, acc)
+        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, group, a, b, acc)
         tx = _block_and_thread_tiles(s, out, (), p["BM"], p["BN"], p["TM"], p["TN"])
         s[acc].compute_at(s[out], tx)
         _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, p["BK"], p["k_unroll"])
@@ -237,7 +242,7 @@ class WarpTiling(Rule):
         warps, wmiter = self._layout(p)
         acc = _accumulator(s, group, product)
         out = s[group.anchor].op.output
-        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, a, b, acc)
+        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, group, a, b, acc)
         wsubm, wsubn = p["WM"] // wmiter, p["WN"] // p["WNITER"]
         i, j = s[out].axis
         bi, bj, ii, jj = s[out].tile(i, j, p["BM"], p["BN"])
@@ -308,7 +313,7 @@ class SplitK(Rule):
         product, a, b = _product_stage(group)
         partial = s.rfactor(product, p["parts"])
         acc = s.cache_write(partial, "local")
-        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, a, b, acc)
+        a_shared, b_shared, a_frag, b_frag = _operand_caches(s, group, a, b, acc)
         part = s[partial].axis[0]
         s[partial].bind(part, "blockIdx.z")
         tx = _block_and_thread_tiles(s, partial, (part,), p["BM"], p["BN"], p["TM"], p["TN"])

@@ -11,12 +11,16 @@ Fusion choices (the chapter's section 5.4.1), per intermediate stage:
 - ``"inline"``: an elementwise stage is substituted into its consumer (``compute_inline``);
 - ``"fused"``: a reduction is computed at its consumer's thread tile, in the consumer's
   kernel (the accumulator of a fused epilogue);
+- ``"staged"``: an elementwise stage that a matrix product reads as an operand is
+  computed where the product fills its shared-memory tile of that operand (a
+  quantization or a cast in the product's prologue), in the product's kernel;
 - ``"root"``: the stage is its own kernel and writes its result to device memory.
 
 A stage's kernel (its **group**) is the nearest consumer, following inline and fused
 stages, that is at root (or the output). For a chain of n operators this gives the
 2^(n-1) partitions, fewer where a choice cannot be taken (a reduction is never inlined;
-a stage read by several consumers, or read by a reduction, stays at root).
+a stage read by several consumers, or read by a reduction other than as a matrix
+product's operand, stays at root).
 
 Rules (``tcomp.search.rules``) say which groups they can tile, what parameters they take
 and how to apply them. ``register_rule`` adds one: a new kind of kernel (tensor cores)
@@ -32,7 +36,7 @@ from dataclasses import dataclass, field
 from ..errors import TcompError
 from ..lang.tensor import ComputeOp, Reduce
 
-FUSION_CHOICES = ("inline", "fused", "root")
+FUSION_CHOICES = ("inline", "fused", "staged", "root")
 
 
 @dataclass(frozen=True)
@@ -55,6 +59,7 @@ class Group:
     anchor: str
     inlined: tuple = ()  # elementwise stages substituted into the kernel
     fused: tuple = ()  # reductions computed at the anchor's thread tile
+    staged: tuple = ()  # elementwise operands of the product computed in its tile fills
     stages: dict = field(default_factory=dict, compare=False, repr=False)  # name -> StageInfo
 
     @property
@@ -147,6 +152,10 @@ class Space:
             return ("root",)
         consumer = self.stages[info.consumers[0]]
         if consumer.reduction:
+            from .rules import matrix_product_operands
+
+            if not info.reduction and info.name in (matrix_product_operands(consumer.op) or ()):
+                return ("staged", "root")
             return ("root",)  # NOTE: the tiling rules stage a reduction's inputs through shared memory
         return ("fused", "root") if info.reduction else ("inline", "root")
 
@@ -170,7 +179,8 @@ class Space:
         groups = []
         for anchor, inside in members.items():
             groups.append(Group(anchor, tuple(n for n in inside if choice[n] == "inline"),
-                                tuple(n for n in inside if choice[n] == "fused"), self.stages))
+                                tuple(n for n in inside if choice[n] == "fused"),
+                                tuple(n for n in inside if choice[n] == "staged"), self.stages))
         return groups
 
     def partitions(self) -> list:
@@ -178,7 +188,7 @@ class Space:
         a list of tuples of frozensets of stage names."""
         seen = []
         for fusion in self.tileable_fusions():
-            part = tuple(frozenset((g.anchor,) + g.inlined + g.fused) for g in self.groups(fusion))
+            part = tuple(frozenset((g.anchor,) + g.inlined + g.fused + g.staged) for g in self.groups(fusion))
             if part not in seen:
                 seen.append(part)
         return seen

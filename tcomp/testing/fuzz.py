@@ -181,7 +181,7 @@ _TAGS = _THREAD + _BLOCK + ("threadIdx.z", "blockIdx.z")
 _LOOP_STEPS = ("split", "tile", "reorder", "fuse")
 _ANY_STEPS = ("split", "tile", "reorder", "fuse", "bind", "unroll", "vectorize", "compute_at",
               "reverse_compute_at", "compute_inline", "compute_root", "set_scope", "storage_order",
-              "double_buffer", "cache_read", "cache_write")
+              "double_buffer", "cache_read", "cache_write", "rfactor")
 
 
 class ScheduleDrawer:
@@ -457,6 +457,19 @@ class ScheduleDrawer:
         scope = self.draw(st.sampled_from(("local", "local", "shared")), "scope")
         self.call(self.s, "cache_write", stage.tensor, scope)
 
+    def step_rfactor(self):
+        fresh = [x for x in self.s.stages if not x.relations and not x.bindings and not x.annotations
+                 and x.attach.kind == "root" and x.op.reduction is not None]
+        stage = self.pick(fresh, self.stages(), "rfactor of")
+        if stage is None:
+            return
+        extent = stage.reduce_axes[0].extent if stage.reduce_axes else 4  # NOTE: wild: rfactor refuses it
+        divisors = [d for d in range(2, extent + 1) if extent % d == 0]
+        parts = self.pick(divisors, list(range(1, extent + 2)), "parts")
+        if parts is None:
+            return
+        self.call(self.s, "rfactor", stage.tensor, parts, self.draw(st.booleans(), "interleaved"))
+
     def step_any(self, kind: str, *args) -> None:
         """Step ``kind``; one time in eight, a wild step of any kind instead."""
         if self.chance(8, "wild?"):
@@ -468,7 +481,7 @@ class ScheduleDrawer:
 
     def run(self) -> None:
         for _ in range(self.draw(st.sampled_from([0, 0, 1, 1, 2]), "caches")):
-            self.step_any(self.draw(st.sampled_from(("cache_read", "cache_write", "cache_read")), "cache"))
+            self.step_any(self.draw(st.sampled_from(("cache_read", "cache_write", "cache_read", "rfactor")), "cache"))
         outs = set(self.s.outputs)
         for stage in list(self.s.stages):
             if stage.tensor not in outs and stage.op.reduction is None and not stage.is_cache:

@@ -213,3 +213,38 @@ def test_a_row_reduction_gets_a_block_per_row_and_matches(rng):
     tc.build(s)(a, w, got)
     want = tc.evaluate(out, {A: a, W: w})
     assert np.abs(got.astype(int) - want).max() <= 1 and np.count_nonzero(got != want) <= 2
+
+
+def _quantized_operand_matmul(M=32, K=64, N=32):
+    """The chapter's example 5-8 in small: A quantized to fp8 with its row's max, then
+    multiplied by an fp8 W."""
+    A = tc.placeholder((M, K), "float16", name="A")
+    W = tc.placeholder((K, N), "float8_e4m3", name="W")
+    r = tc.reduce_axis(K, name="r")
+    R = tc.compute((M,), lambda i: tc.max(tc.abs(A[i, r]), axis=r), name="R")
+    Aq = tc.compute((M, K), lambda i, k: tc.quantize(A[i, k], R[i] / 448.0, "float8_e4m3"), name="Aq")
+    k = tc.reduce_axis(K, name="k")
+    return tc.compute((M, N), lambda i, j: tc.sum(tc.cast(Aq[i, k], "float32") * tc.cast(W[k, j], "float32"),
+                                                 axis=k), name="C")
+
+
+def test_an_elementwise_operand_of_a_product_can_be_computed_in_its_tile_fill(rng):
+    import ml_dtypes
+
+    out = _quantized_operand_matmul()
+    space = Space(out)
+    assert space.options["Aq"] == ("staged", "root")
+    assert {frozenset({"Aq", "C"}), frozenset({"R"})} in [set(p) for p in space.partitions()]
+    draw = random.Random(0)
+    point = next(p for p in (space.sample(draw) for _ in range(200))
+                 if p is not None and dict(p.fusion)["Aq"] == "staged")
+    s = space.schedule(point)
+    assert tc.check(s).legal and [k.name for k in tc.lower(s).kernels][-1].startswith("k_C")
+    assert "k_Aq" not in [k.name for k in tc.lower(s).kernels]  # quantized where the A tile is filled
+    A, W = s.placeholders
+    a = rng.standard_normal((32, 64)).astype(np.float16)
+    w = rng.standard_normal((64, 32)).astype(ml_dtypes.float8_e4m3fn)
+    got = np.full((32, 32), np.nan, np.float32)
+    tc.build(s)(a, w, got)
+    want = tc.evaluate(out, {A: a, W: w})
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
