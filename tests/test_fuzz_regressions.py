@@ -1,8 +1,8 @@
 """Bugs the schedule fuzzer (tests/fuzz, tcomp/testing/fuzz.py) found, each kept as its
 minimal schedule. A fixed bug is a plain test; an open one would be
 ``xfail(strict=True)`` and listed in ``tcomp.testing.fuzz.KNOWN_ISSUES`` so that the
-fuzzer counts it apart instead of failing (none is open now): when the fix lands,
-delete both the mark and the entry.
+fuzzer counts it apart instead of failing (one is open now: a barrier that orders a
+race the checker reports): when the fix lands, delete both the mark and the entry.
 
 Each test runs the fuzzer's own judgement (``evaluate_schedule`` with ``known=False``):
 a legal schedule must compute ``tc.evaluate``'s result; an illegal one must compute
@@ -456,3 +456,35 @@ def test_preemption_needs_a_seed_and_no_isolation():
         with pytest.raises(ValueError, match="preempt needs a seed"):
             with simulator_chaos(**kwargs):
                 pass
+
+
+# ---------------------------------------------------------------------- open: checker false positives
+
+
+@pytest.mark.xfail(strict=True, reason="open: the race check does not count a barrier placed for another "
+                                       "buffer (KNOWN_ISSUES: race check blind to another buffer's barrier)")
+def test_a_barrier_of_a_shared_fill_orders_a_global_intermediate():
+    """U is accumulated by thread 0 in its k loop (ku_o); Q, placed inside that loop, reads
+    U from both threads at each step. The syncthreads of the A_shared fill inside Q comes
+    between thread 0's update of one step and the reads, and between the reads and the
+    next step's update, so the accesses are ordered; tc.check reports a race on U. Found
+    by a 3,000-schedule fuzzer run (swiglu_quant, 2026-12-01)."""
+    wl = WORKLOADS["swiglu_quant"](M=4, N=4, K=4)
+
+    def schedule(s):
+        s.cache_read("A", "shared", [s["G"]])
+        s["H"].compute_inline()
+        a_i, _ = s["A_shared"].axis
+        s["A_shared"].split(a_i, 2)
+        q_i, q_j = s["Q"].axis
+        q_f = s["Q"].fuse(q_i, q_j)
+        _, u_j = s["U"].axis
+        (u_k,) = s["U"].reduce_axis
+        _, u_ko, _, _ = s["U"].tile(u_j, u_k, 2, 2)
+        s["Q"].bind(q_f, "threadIdx.x")
+        s["Q"].reverse_compute_at(s["U"], u_ko)
+        s["G"].compute_at(s["Q"], q_f)
+        g_i, _ = s["G"].axis
+        s["A_shared"].compute_at(s["G"], g_i)
+
+    assert str(_outcome(wl, schedule)) == "legal"
