@@ -40,6 +40,8 @@ def add_parser(sub) -> None:
                    help="cost model target: h200 (default), h100, a6000, rtx-pro-6000")
     p.add_argument("--model-only", action="store_true", help="rank with the cost model alone; measure nothing")
     p.add_argument("--workers", type=int, metavar="N", help="processes that screen and build (default: all cores)")
+    p.add_argument("--gpus", type=int, metavar="N", help="measuring workers, each keeping one device (default: one "
+                   "per visible GPU; more than there are GPUs share them, and their timings disturb each other)")
     p.add_argument("--timeout", type=float, default=120.0, metavar="S",
                    help="seconds one candidate may take to build, validate and time (default 120)")
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the search (default 0)")
@@ -95,11 +97,13 @@ def run(args) -> int:
     out, shape = workload.build_algorithm(parse_shape(args.shape))
     if args.trials < 0:
         raise TcompError("--trials must be 0 or more")
+    if args.gpus is not None and args.gpus < 1:
+        raise TcompError("--gpus must be 1 or more")
     print(f"workload: {args.file}\nshape:    {format_shape(shape)}\nkey:      {workload_key(out)[:16]}", flush=True)
     with _Bar(args.trials) as bar:
         result = tc.autoschedule(out, trials=args.trials, target=args.target, db=args.db,
                                  model_only=args.model_only, seed=args.seed, workers=args.workers,
-                                 timeout=args.timeout, progress=bar)
+                                 timeout=args.timeout, gpus=args.gpus, progress=bar)
     _summary(result)
     if result.measured is not None:
         _compare(args, workload, out, result)
