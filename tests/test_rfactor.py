@@ -107,3 +107,12 @@ def test_a_row_max_across_the_threads_of_a_block(rng):
     got = np.full(4, np.nan, np.float32)
     tc.build(s)(z, got)
     np.testing.assert_array_equal(got, np.abs(z).max(axis=1))
+
+
+def test_rfactor_splits_one_reduction_axis_only():
+    X = tc.placeholder((4, 6, 8), "float32", name="X")
+    a, b = tc.reduce_axis(6, "a"), tc.reduce_axis(8, "b")
+    S = tc.compute((4,), lambda i: tc.sum(X[i, a, b], axis=[a, b]), name="S")
+    s = tc.create_schedule(S)
+    with pytest.raises(tc.ScheduleError, match="rfactor splits one reduction axis; S reduces over a, b"):
+        s.rfactor(S, 2)
