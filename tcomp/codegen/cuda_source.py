@@ -283,6 +283,10 @@ class KernelWriter:
 
     def cast(self, e: Cast) -> str:
         src, dst = e.value.dtype, e.dtype
+        if dst == "int8" and is_float(src):
+            quantized = self.int8_quantize(e.value)
+            if quantized is not None:
+                return quantized
         x = self.value(e.value)
         if is_float(dst):
             if not is_float(src):
@@ -290,21 +294,26 @@ class KernelWriter:
             return self.round_to(x, dst) if dst != src else x
         if is_float(src):
             if dst == "int8":
-                rounded = _rounded_and_clamped(e.value, -128.0, 127.0)
-                if rounded is not None:  # tc.quantize's int8: rounded and clamped already
-                    value, lo, hi = rounded
-                    bounds = f"float32({lo!r}), float32({hi!r})"
-                    divisor = _constant_divisor(value)
-                    if divisor is not None and correction_is_exact(divisor):
-                        reciprocal = float(np.float32(1.0) / np.float32(divisor))
-                        return (f"_divide_round_clamp_int8({self.value(value.a)}, float32({divisor!r}), "
-                                f"float32({reciprocal!r}), {bounds})")
-                    return f"_round_clamp_int8({self.value(value)}, {bounds})"
                 if _clamped_within(e.value, -128.0, 127.0):
                     return f"int8({x})"
                 return f"int8(min(max({x}, float32(-128.0)), float32(127.0)))"
             return f"_to_int32({x})"
         return f"{REGISTER_TYPE[dst]}({x})"
+
+    def int8_quantize(self, e: Expr) -> str | None:
+        """``tc.quantize``'s int8 (``e`` rounded and clamped already) on the FMA pipe, by a
+        constant scale through the corrected reciprocal; None when ``e`` is not that."""
+        rounded = _rounded_and_clamped(e, -128.0, 127.0)
+        if rounded is None:
+            return None
+        value, lo, hi = rounded
+        bounds = f"float32({lo!r}), float32({hi!r})"
+        divisor = _constant_divisor(value)
+        if divisor is not None and correction_is_exact(divisor):
+            reciprocal = float(np.float32(1.0) / np.float32(divisor))
+            return (f"_divide_round_clamp_int8({self.value(value.a)}, float32({divisor!r}), "
+                    f"float32({reciprocal!r}), {bounds})")
+        return f"_round_clamp_int8({self.value(value)}, {bounds})"
 
     # ------------------------------------------------------------------ statements
 

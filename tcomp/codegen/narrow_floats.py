@@ -39,9 +39,10 @@ def _as_int(builder, value, width: int):
     return value
 
 
-def _asm(builder, ret, args, text: str, constraints: str):
+def _asm(builder, ret, args, text: str, constraints: str, side_effect: bool = False):
+    """One inline-PTX instruction returning ``ret`` (``ir.VoidType()`` for none)."""
     fn = ir.FunctionType(ret, [a.type for a in args])
-    return builder.call(ir.InlineAsm(fn, text, constraints), args)
+    return builder.call(ir.InlineAsm(fn, text, constraints, side_effect=side_effect), args)
 
 
 # ---------------------------------------------------------------------------- IR builders

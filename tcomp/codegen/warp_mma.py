@@ -46,7 +46,10 @@ from llvmlite import ir
 from numba import types
 from numba.cuda.extending import intrinsic
 
-_I16, _I32, _I64, _F32 = ir.IntType(16), ir.IntType(32), ir.IntType(64), ir.FloatType()
+from .narrow_floats import _asm
+from .vector_access import _element_pointer
+
+_I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
 
 # ---------------------------------------------------------------------------- layouts
 
@@ -70,17 +73,6 @@ def c_element(lane: int, reg: int) -> tuple:
 
 
 # ---------------------------------------------------------------------------- GPU intrinsics
-
-
-def _asm(builder, ret, args, text: str, constraints: str, side_effect: bool = False):
-    fn = ir.FunctionType(ret, [a.type for a in args])
-    return builder.call(ir.InlineAsm(fn, text, constraints, side_effect=side_effect), args)
-
-
-def _element_pointer(context, builder, array_type, array, index):
-    ary = context.make_array(array_type)(context, builder, array)
-    offset = builder.zext(index, _I64) if index.type.width < 64 else index
-    return builder.gep(ary.data, [offset])
 
 
 def _shared_address(context, builder, array_type, array, index):
