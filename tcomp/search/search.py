@@ -189,7 +189,7 @@ def _model_only(out, space, pool: _Pool, database, key, progress: Progress, time
                             validated="not validated: no GPU here and Numba's CUDA simulator is off "
                                       "(NUMBA_ENABLE_CUDASIM=1 runs it; `tcomp autoschedule` switches it on)",
                             description=best.point.describe())
-    threads = _simulated_threads(legal[0].source, out)
+    threads = _simulated_threads(best.source, out)
     if threads > SIMULATOR_THREADS_PER_SECOND * timeout:
         return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, records,
                             validated=f"not validated: the CUDA simulator would run {threads:,} threads here (about "
@@ -324,7 +324,7 @@ class _MeasuredSearch:
         builds = [[self.builders.submit(prebuild, self.bench, s.source, s.point is not None) for s in batch]
                   if self.builders else [] for batch in batches]
         futures = []
-        for n, (batch, pending) in enumerate(zip(batches, builds)):
+        for batch, pending in zip(batches, builds):
             for f in pending:
                 try:
                     f.result(timeout=self.timeout)
