@@ -3,8 +3,8 @@
 workload: examples/silu_mul_quant.py
 shape:    M=8192, N=8192
 target:   NVIDIA H200 (132 SMs)
-measured: 98.7 us, predicted 84.9 us
-point:    Q: flat_tiling threads=512 vector=8
+measured: 94.0 us, predicted 84.9 us
+point:    Q: flat_tiling threads=1024 vector=8
 date:     2026-12-01
 
     tcomp bench examples/silu_mul_quant.py --schedule schedules/silu_mul_quant_8192.py --shape M=8192,N=8192
@@ -17,6 +17,6 @@ def schedule(s, out):
     Q_i_j_f = s['Q'].fuse(Q_i, Q_j)
     Q_i_j_f_o, Q_i_j_f_i = s['Q'].split(Q_i_j_f, 8)
     s['Q'].vectorize(Q_i_j_f_i)
-    Q_i_j_f_o_o, Q_i_j_f_o_i = s['Q'].split(Q_i_j_f_o, 512)
+    Q_i_j_f_o_o, Q_i_j_f_o_i = s['Q'].split(Q_i_j_f_o, 1024)
     s['Q'].bind(Q_i_j_f_o_o, 'blockIdx.x')
     s['Q'].bind(Q_i_j_f_o_i, 'threadIdx.x')

@@ -53,3 +53,46 @@ def test_int8_quantization_by_a_constant_uses_the_corrected_quotient():
     out = np.full((4, 32), -77, np.int8)
     mod(x, out)
     np.testing.assert_array_equal(out, tc.evaluate(Q, {X: x}))
+
+
+def test_a_bfloat16_dividend_needs_only_the_reciprocal_for_some_constants():
+    from tcomp.codegen.exact_division import narrow_values, reciprocal_is_exact_on
+
+    x = narrow_values("bfloat16")
+    assert x.size == 2**16 and np.isnan(x).sum() > 0
+    assert reciprocal_is_exact_on(0.05, "bfloat16") and reciprocal_is_exact_on(0.1, "bfloat16")
+    # a reciprocal that is not a short number: x * r and x / c differ for some bfloat16 x
+    assert not reciprocal_is_exact_on(3.0, "bfloat16") and not reciprocal_is_exact_on(0.3, "bfloat16")
+    with np.errstate(all="ignore"):
+        assert (x / np.float32(3.0) != x * (np.float32(1) / np.float32(3.0)))[np.isfinite(x)].any()
+    assert reciprocal_is_exact_on(0.5, "float8_e4m3") and reciprocal_is_exact_on(0.25, "float16")
+    assert not reciprocal_is_exact_on(0.0, "bfloat16") and not reciprocal_is_exact_on(0.05, "float32")
+
+
+def _quantized_bfloat16(scale):
+    X = tc.placeholder((4, 32), "bfloat16", name="X")
+    G = tc.placeholder((4, 32), "bfloat16", name="G")
+    Z = tc.compute((4, 32), lambda i, j: X[i, j] * G[i, j], name="Z")
+    Q = tc.compute((4, 32), lambda i, j: tc.quantize(Z[i, j], scale, "int8"), name="Q")
+    s = tc.create_schedule(Q)
+    s[Z].compute_inline()
+    i, j = s[Q].axis
+    s[Q].bind(i, "blockIdx.x")
+    s[Q].bind(j, "threadIdx.x")
+    return s, X, G, Q
+
+
+@pytest.mark.parametrize("scale, code", [(0.05, " * float32(20.0))"), (3.0, "_divide_round_clamp_int8(")])
+def test_quantizing_a_bfloat16_value_multiplies_where_that_is_exact(rng, scale, code):
+    import ml_dtypes
+
+    s, X, G, Q = _quantized_bfloat16(scale)
+    mod = tc.build(s)
+    assert code in mod.source
+    x = (rng.standard_normal((4, 32)) * 3).astype(ml_dtypes.bfloat16)
+    g = (rng.standard_normal((4, 32)) * 3).astype(ml_dtypes.bfloat16)
+    x[0, :4] = np.array([0.125, -0.375, 6.375, 1e30], np.float32)  # 20x = 2.5, -7.5: ties; the clamp
+    g[0, :4] = 1.0
+    out = np.full((4, 32), -77, np.int8)
+    mod(x, g, out)
+    np.testing.assert_array_equal(out, tc.evaluate(Q, {X: x, G: g}))

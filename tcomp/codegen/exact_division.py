@@ -16,13 +16,23 @@ generator uses the correction only for constants that pass, and only where the q
 is rounded to an integer and clamped to a small range (``tc.quantize`` to int8), so that
 an underflowing remainder (|x / c| far below 1/2) or an overflowing product (far above the
 clamp) cannot change the result.
+
+Where the dividend is a 16- or 8-bit float converted to float32 (a bfloat16 stage, say),
+there are few enough dividends to try them all: :func:`reciprocal_is_exact_on` says
+whether ``RN(x * r)`` equals ``RN(x / c)``, bit for bit, for every value of that dtype
+(for bfloat16 and c = 0.05 it does: r = 20 exactly), and then one multiplication does.
 """
 
 from __future__ import annotations
 
 import functools
 
+import ml_dtypes
 import numpy as np
+
+#: every value of each narrow float dtype, as float32
+_NARROW_DTYPES = {"bfloat16": (ml_dtypes.bfloat16, np.uint16), "float16": (np.float16, np.uint16),
+                  "float8_e4m3": (ml_dtypes.float8_e4m3fn, np.uint8)}
 
 
 def divide(x: np.ndarray, c: float) -> np.ndarray:
@@ -77,3 +87,23 @@ def correction_is_exact(c: float) -> bool:
         return False
     x = (np.arange(2**23, dtype=np.int64) | 0x3F800000).astype(np.int32).view(np.float32)  # [1, 2)
     return all(is_correctly_rounded(part, c32, divide(part, c32)).all() for part in np.array_split(x, 8))
+
+
+def narrow_values(dtype: str) -> np.ndarray:
+    """Every value of the 16- or 8-bit float ``dtype`` (NaNs included), as float32."""
+    storage, bits = _NARROW_DTYPES[dtype]
+    return np.arange(np.iinfo(bits).max + 1, dtype=np.int64).astype(bits).view(storage).astype(np.float32)
+
+
+@functools.lru_cache(maxsize=256)
+def reciprocal_is_exact_on(c: float, dtype: str) -> bool:
+    """Is ``RN32(x * RN32(1/c))`` the same float32 as ``RN32(x / c)`` for every ``x`` of the
+    narrow float ``dtype``? (NaN for NaN; numpy's float32 arithmetic is IEEE's.)"""
+    c32 = np.float32(c)
+    if dtype not in _NARROW_DTYPES or not np.isfinite(c32) or c32 == 0:
+        return False
+    x = narrow_values(dtype)
+    with np.errstate(all="ignore"):
+        quotient, product = x / c32, x * (np.float32(1.0) / c32)
+    same = (quotient.view(np.uint32) == product.view(np.uint32)) | (np.isnan(quotient) & np.isnan(product))
+    return bool(same.all())
