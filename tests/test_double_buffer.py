@@ -7,37 +7,13 @@ import re
 import pytest
 
 import tcomp as tc
-from workloads import matmul, matmul_tol, run_and_compare
+from workloads import matmul, matmul_tol, run_and_compare, tiled_matmul
 
 
 def _tiled(M, N, K, bk=4, threads=(4, 4), double=("A", "W"), vector=1):
-    w = matmul(M, N, K)
-    C = w["C"]
-    s = w.schedule()
-    CL = s.cache_write(C, "local")
-    caches = {name: s.cache_read(name, "shared", [CL]) for name in ("A", "W")}
-    i, j = s[C].axis
-    bi, bj, ti, tj = s[C].tile(i, j, *threads)
-    s[C].bind(bi, "blockIdx.y")
-    s[C].bind(bj, "blockIdx.x")
-    s[C].bind(ti, "threadIdx.y")
-    s[C].bind(tj, "threadIdx.x")
-    s[CL].compute_at(s[C], tj)
-    ko, ki = s[CL].split(s[CL].reduce_axis[0], bk)
-    for name, cache in caches.items():
-        s[cache].compute_at(s[CL], ko)
-        a, b = s[cache].axis
-        fused = s[cache].fuse(a, b)
-        if vector > 1:
-            fused, lanes = s[cache].split(fused, vector)
-            s[cache].vectorize(lanes)
-        rest, tid = s[cache].split(fused, threads[0] * threads[1])
-        ty, tx = s[cache].split(tid, threads[1])
-        s[cache].bind(ty, "threadIdx.y")
-        s[cache].bind(tx, "threadIdx.x")
-        s[cache].unroll(rest)
-        if name in double:
-            s[cache].double_buffer()
+    w, s, caches = tiled_matmul(M, N, K, bk, threads, vector)
+    for name in double:
+        s[caches[name]].double_buffer()
     return w, s, caches
 
 

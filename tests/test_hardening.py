@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import tcomp as tc
-from tcomp.build import MAX_BLOCK_DIMS, MAX_GRID_DIMS, MAX_LOCAL_BYTES_PER_THREAD, MAX_STATIC_SHARED_BYTES
+from tcomp.build import MAX_BLOCK_DIMS, MAX_GRID_DIMS, MAX_LOCAL_BYTES_PER_THREAD, MAX_SHARED_BYTES_PER_BLOCK
 from workloads import elementwise_chain, poisoned
 
 
@@ -125,13 +125,12 @@ def _refused_at_build(s, *needles) -> str:
     return str(info.value)
 
 
-def test_shared_memory_over_the_limit_is_refused_at_build():
-    """A 128x128 float32 tile of A in shared memory: 64 KiB, over the 48 KiB a block may
-    allocate statically."""
-    A = tc.placeholder((128, 128), "float32", name="A")
-    W = tc.placeholder((128, 4), "float32", name="W")
-    k = tc.reduce_axis(128, name="k")
-    C = tc.compute((128, 4), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+def _tile_in_shared(n: int):
+    """C = A @ W with an n x n float32 tile of A in shared memory (n * n * 4 bytes)."""
+    A = tc.placeholder((n, n), "float32", name="A")
+    W = tc.placeholder((n, 4), "float32", name="W")
+    k = tc.reduce_axis(n, name="k")
+    C = tc.compute((n, 4), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
     s = tc.create_schedule(C)
     AS = s.cache_read(A, "shared", [s[C]])
     i, j = s[C].axis
@@ -139,13 +138,36 @@ def test_shared_memory_over_the_limit_is_refused_at_build():
     s[C].bind(j, "blockIdx.x")
     s[AS].compute_at(s[C], j)
     s[AS].bind(s[AS].axis[1], "threadIdx.x")
-    needles = ("k_C", f"{128 * 128 * 4} bytes of shared memory per block", f"the limit is {MAX_STATIC_SHARED_BYTES} bytes")
+    return s, A, W, C
+
+
+def test_shared_memory_over_the_limit_is_refused_at_build():
+    """A 256x256 float32 tile of A in shared memory: 256 KiB, over the 227 KiB a block may
+    have."""
+    s, *_ = _tile_in_shared(256)
+    needles = ("k_C", f"{256 * 256 * 4} bytes of shared memory per block", f"the limit is {MAX_SHARED_BYTES_PER_BLOCK} bytes")
     # the dependences hold, only the target's limit is in the way: tc.check refuses it as
     # tc.build does (check = build), with the same message, and not as an illegal schedule
     with pytest.raises(tc.ScheduleError) as info:
         tc.check(s)
     assert not isinstance(info.value, tc.IllegalScheduleError)
     assert str(info.value) == _refused_at_build(s, *needles)
+
+
+def test_shared_memory_above_the_static_limit_is_dynamic(rng):
+    """A 128x128 tile (64 KiB, over the 48 KiB a kernel may declare statically): on the GPU
+    its buffer is a slice of dynamic shared memory, which the module asks for at launch."""
+    from tcomp.codegen import program_source
+
+    s, A, W, C = _tile_in_shared(128)
+    gpu = program_source(tc.lower(s), simulator=False)
+    assert "_dynamic_shared_float32 = cuda.shared.array(0, float32)" in gpu
+    assert "A_shared = _dynamic_shared_float32[0:16384]" in gpu
+    assert f"DYNAMIC_SHARED = {{'k_C': {128 * 128 * 4}}}" in gpu
+    a, w = rng.standard_normal((128, 128)).astype(np.float32), rng.standard_normal((128, 4)).astype(np.float32)
+    out = np.full((128, 4), np.nan, np.float32)
+    tc.build(s)(a, w, out)
+    np.testing.assert_allclose(out, a.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
 
 
 def test_block_dimension_z_over_its_limit_is_refused_at_build():

@@ -5,11 +5,9 @@ layout; another builds the fragments from float32 with the packed conversions. I
 simulator the instructions' Python models run; compiled offline the same kernels must
 assemble for sm_90a; on a GPU (``-m gpu``) they are checked against float64."""
 
-import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import ml_dtypes
@@ -19,8 +17,8 @@ from numba import cuda, uint16, uint32  # NOTE: a module global: the simulator s
 
 from tcomp.codegen import warp_mma
 from tcomp.codegen.warp_mma import a_element, b_element, c_element
+from workloads import json_from_a_process_without_the_simulator
 
-ROOT = Path(__file__).resolve().parents[1]
 NARROW = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
 
 
@@ -190,11 +188,7 @@ print(json.dumps(out))
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs CUDA's ptxas on the PATH")
 def test_the_kernels_assemble_for_sm90a():
-    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    proc = subprocess.run([sys.executable, "-c", _PTX], cwd=ROOT, env=env, capture_output=True, text=True,
-                          timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    ptxs = json.loads(proc.stdout.splitlines()[-1])
+    ptxs = json_from_a_process_without_the_simulator(["-c", _PTX], timeout=300)
     for kind, (shared, registers) in ptxs.items():
         assert f"mma.sync.aligned.m16n8k16.row.col.f32.{kind}.{kind}.f32" in shared
         assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in shared

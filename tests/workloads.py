@@ -61,6 +61,54 @@ def matmul(M=37, N=29, K=19, dtype="float32") -> Workload:
     return Workload({"A": A, "W": W, "C": C}, C, [A, W], make, ref)
 
 
+def tiled_matmul(M, N, K, bk=4, threads=(4, 4), vector=1, dtype="float32"):
+    """``matmul`` with block tiles of ``threads`` (one output a thread), the k loop in
+    steps of ``bk`` and both operands in shared tiles filled cooperatively (``vector``
+    lanes a load). Returns the workload, the schedule and the tiles by operand name."""
+    w = matmul(M, N, K, dtype)
+    C = w["C"]
+    s = w.schedule()
+    CL = s.cache_write(C, "local")
+    caches = {name: s.cache_read(name, "shared", [CL]) for name in ("A", "W")}
+    i, j = s[C].axis
+    bi, bj, ti, tj = s[C].tile(i, j, *threads)
+    s[C].bind(bi, "blockIdx.y")
+    s[C].bind(bj, "blockIdx.x")
+    s[C].bind(ti, "threadIdx.y")
+    s[C].bind(tj, "threadIdx.x")
+    s[CL].compute_at(s[C], tj)
+    ko, ki = s[CL].split(s[CL].reduce_axis[0], bk)
+    for cache in caches.values():
+        s[cache].compute_at(s[CL], ko)
+        a, b = s[cache].axis
+        fused = s[cache].fuse(a, b)
+        if vector > 1:
+            fused, lanes = s[cache].split(fused, vector)
+            s[cache].vectorize(lanes)
+        rest, tid = s[cache].split(fused, threads[0] * threads[1])
+        ty, tx = s[cache].split(tid, threads[1])
+        s[cache].bind(ty, "threadIdx.y")
+        s[cache].bind(tx, "threadIdx.x")
+        s[cache].unroll(rest)
+    return w, s, caches
+
+
+def json_from_a_process_without_the_simulator(args: list, timeout: float = 600):
+    """Run ``python ARGS`` from the project's root without NUMBA_ENABLE_CUDASIM (offline
+    PTX needs the real compiler) and return the JSON of the last line it prints."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
+    proc = subprocess.run([sys.executable, *args], cwd=Path(__file__).resolve().parents[1], env=env,
+                          capture_output=True, text=True, timeout=timeout)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.splitlines()[-1])
+
+
 def silu64(x):
     return x / (1.0 + np.exp(-x))
 

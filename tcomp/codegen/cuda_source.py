@@ -27,10 +27,11 @@ from ..errors import CodegenError, InternalError
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
-from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, For, Kernel, Program, Seq, Store
+from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, Kernel, Program, Seq,
+                       Store)
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from . import nvvm_unroll
-from .exact_division import correction_is_exact
+from .exact_division import correction_is_exact, reciprocal_is_exact_on
 
 #: Numba scalar type used for values of each dtype in registers
 REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float32",
@@ -39,6 +40,10 @@ REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float3
 STORAGE_TYPE = {"float32": "float32", "bfloat16": "uint16", "float16": "uint16",
                 "float8_e4m3": "uint8", "int8": "int8", "int32": "int32"}
 _NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3")
+_REGISTER_BYTES = {"float32": 4, "int32": 4, "int8": 1}
+#: shared memory a kernel may declare statically; above it, the kernel's shared buffers
+#: are slices of dynamic shared memory (up to the GPU's per-block limit)
+MAX_STATIC_SHARED_BYTES = 48 * 1024
 #: elements a 32-bit index can address; larger buffers get 64-bit index arithmetic
 UINT32_ELEMENTS = 2**32
 
@@ -146,7 +151,8 @@ class Namer:
 _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32", "uint64",
              "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu",
              "_round_clamp_int8", "_divide_round_clamp_int8",
-             "VECTOR_ALIGNMENT", "UNROLL_LOOPS"}
+             "VECTOR_ALIGNMENT", "UNROLL_LOOPS", "DYNAMIC_SHARED", "_cp_async4", "_cp_async8", "_cp_async16", "_cp_async_commit",
+             "_CP_ASYNC_WAIT"} | {f"_cp_async_wait_{n}" for n in range(8)}
 _RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in _NARROW_FLOATS}
 #: the numbers of lanes that ``vector_access`` provides, and the most bytes one access
 #: may move (128-bit loads and stores)
@@ -173,6 +179,9 @@ class KernelWriter:
         self.name = Namer(_RESERVED)
         self.lines: list[str] = []
         self.uses_narrow = False
+        self.uses_async = False  # cp.async copies, commits, waits
+        self.dynamic_shared = 0  # bytes of dynamic shared memory the kernel declares
+        self.dynamic_bases: set = set()
         self.lane_values: dict = {}  # placeholder Var -> name of a lane of a vector load
         self.vector_alignment: dict = {}  # global buffer name -> bytes its vector accesses need
         self.uses_vector = False
@@ -247,6 +256,9 @@ class KernelWriter:
     def binary(self, e: Binary) -> str:
         dtype = e.a.dtype
         a, b = self.value(e.a), self.value(e.b)
+        reciprocal = _reciprocal(e)
+        if reciprocal is not None:
+            return f"({a} * float32({reciprocal!r}))"
         if e.op in ("max", "min"):
             text = f"{e.op}({a}, {b})"
         elif e.op == "/" and not is_float(dtype):
@@ -309,6 +321,8 @@ class KernelWriter:
         value, lo, hi = rounded
         bounds = f"float32({lo!r}), float32({hi!r})"
         divisor = _constant_divisor(value)
+        if divisor is not None and _reciprocal(value) is not None:
+            return f"_round_clamp_int8({self.value(value)}, {bounds})"  # a multiplication: see binary()
         if divisor is not None and correction_is_exact(divisor):
             reciprocal = float(np.float32(1.0) / np.float32(divisor))
             return (f"_divide_round_clamp_int8({self.value(value.a)}, float32({divisor!r}), "
@@ -332,6 +346,12 @@ class KernelWriter:
             self.stmt(s.body, depth)  # storage is declared at the top of the kernel
         elif isinstance(s, Barrier):
             self.emit("cuda.syncthreads()", depth)
+        elif isinstance(s, AsyncCommit):
+            self.uses_async = True
+            self.emit("_cp_async_commit()", depth)
+        elif isinstance(s, AsyncWait):
+            self.uses_async = True
+            self.emit(f"_cp_async_wait_{s.pending}()", depth)
         else:
             raise InternalError(f"cannot emit {type(s).__name__}")
 
@@ -349,13 +369,44 @@ class KernelWriter:
 
     def store(self, s: Store, depth: int) -> None:
         buf = s.buffer
-        value = self.storage_value(buf, self.value(s.value))
-        line = f"{self.name(buf, buf.name)}[{self.flat_index(buf, s.index)}] = {value}"
+        if s.asynchronous:
+            line = self.async_copy(4, buf, s.index, s.value.buffer, s.value.index)
+        else:
+            value = self.storage_value(buf, self.value(s.value))
+            line = f"{self.name(buf, buf.name)}[{self.flat_index(buf, s.index)}] = {value}"
         if s.predicate is not None:
             self.emit(f"if {self.cond(s.predicate)}:", depth)
             self.emit(line, depth + 1)
         else:
             self.emit(line, depth)
+
+    def async_copy(self, nbytes: int, dst, dst_index: Expr, src, src_index: Expr) -> str:
+        """A cp.async of ``nbytes`` from element ``src_index`` of global ``src`` to element
+        ``dst_index`` of shared ``dst``."""
+        self.uses_async = True
+        return (f"_cp_async{nbytes}({self.name(dst, dst.name)}, {self.flat_index(dst, dst_index)}, "
+                f"{self.name(src, src.name)}, {self.flat_index(src, src_index)})")
+
+    def async_vector_copy(self, loop: For, store: Store, depth: int) -> bool:
+        """One 8- or 16-byte cp.async for the lanes of ``loop`` where they are consecutive
+        and aligned on both sides; False (nothing emitted) elsewhere."""
+        nbytes = element_bytes(store.buffer) * loop.extent
+        predicate = store.predicate
+        if predicate is not None and loop.var in free_vars(predicate):
+            predicate = uniform_condition(predicate, loop.var, loop.extent)
+            if predicate is None:
+                return False
+        if nbytes not in (8, 16):
+            return False
+        dst_base = self._vector_base(store.buffer, store.index, loop)
+        src_base = self._vector_base(store.value.buffer, store.value.index, loop)
+        if dst_base is None or src_base is None:
+            return False
+        if predicate is not None:
+            self.emit(f"if {self.cond(predicate)}:", depth)
+            depth += 1
+        self.emit(self.async_copy(nbytes, store.buffer, dst_base, store.value.buffer, src_base), depth)
+        return True
 
     def storage_value(self, buf, value: str) -> str:
         """``value`` as ``buf`` stores it: a 16/8-bit float in global memory travels as
@@ -372,6 +423,8 @@ class KernelWriter:
         width, lane = loop.extent, loop.var
         if not isinstance(store, Store) or width not in VECTOR_WIDTHS:
             return False
+        if store.asynchronous:
+            return self.async_vector_copy(loop, store, depth)
         predicate = store.predicate
         if predicate is not None and lane in free_vars(predicate):
             predicate = uniform_condition(predicate, lane, width)
@@ -434,19 +487,46 @@ class KernelWriter:
         k = self.kernel
         params = [self.name(b, b.name) for b in k.params]
         body_lines_start = len(self.lines)
-        declared = set()  # NOTE: a partitioned loop holds its buffers' Allocate once per part
+        declared = []  # NOTE: a partitioned loop holds its buffers' Allocate once per part
         for node in walk(k.body):
             if isinstance(node, Allocate) and node.buffer not in declared:
-                declared.add(node.buffer)
-                b = node.buffer
-                kind = "shared" if b.scope == "shared" else "local"
-                align = ", alignment=16" if b.scope == "shared" and not self.simulator else ""
-                self.emit(f"{self.name(b, b.name)} = cuda.{kind}.array({b.size}, {REGISTER_TYPE[b.dtype]}{align})", 1)
+                declared.append(node.buffer)
+        shared = [b for b in declared if b.scope == "shared"]
+        if not self.simulator and shared_bytes(shared) > MAX_STATIC_SHARED_BYTES:
+            self.declare_dynamic_shared(shared)
+        for b in declared:
+            if b.scope == "shared" and self.dynamic_shared:
+                continue
+            kind = "shared" if b.scope == "shared" else "local"
+            align = ", alignment=16" if b.scope == "shared" and not self.simulator else ""
+            self.emit(f"{self.name(b, b.name)} = cuda.{kind}.array({b.size}, {REGISTER_TYPE[b.dtype]}{align})", 1)
         self.stmt(k.body, 1)
         if len(self.lines) == body_lines_start:
             self.emit("pass", 1)
         head = [f"@cuda.jit(cache={not self.simulator})", f"def {k.name}({', '.join(params)}):"]
         return "\n".join(head + self.lines) + "\n"
+
+
+    def declare_dynamic_shared(self, shared: list) -> None:
+        """The shared buffers as slices of the block's dynamic shared memory, each on a
+        16-byte boundary: a block may have more than ``MAX_STATIC_SHARED_BYTES`` of it
+        (the module sets the function's limit and passes the size at every launch)."""
+        offset = 0
+        for b in shared:
+            elem = _REGISTER_BYTES[REGISTER_TYPE[b.dtype]]
+            base = f"_dynamic_shared_{REGISTER_TYPE[b.dtype]}"
+            if base not in self.dynamic_bases:
+                self.dynamic_bases.add(base)
+                self.emit(f"{base} = cuda.shared.array(0, {REGISTER_TYPE[b.dtype]})", 1)
+            start = offset // elem
+            self.emit(f"{self.name(b, b.name)} = {base}[{start}:{start + b.size}]", 1)
+            offset += -(-b.size * elem // 16) * 16
+        self.dynamic_shared = offset
+
+
+def shared_bytes(buffers) -> int:
+    """Bytes of shared memory a block needs for ``buffers`` (in their register types)."""
+    return sum(b.size * _REGISTER_BYTES[REGISTER_TYPE[b.dtype]] for b in buffers)
 
 
 def _clamped_within(e: Expr, lo: float, hi: float) -> bool:
@@ -465,6 +545,18 @@ def _constant_divisor(e: Expr):
         return None
     b = e.b.value if isinstance(e.b, Cast) else e.b
     return float(b.value) if isinstance(b, FloatImm) else None
+
+
+def _reciprocal(e: Expr):
+    """``RN(1/c)`` when ``e`` is ``float32(x) / c`` for a 16/8-bit float ``x`` and a
+    constant ``c`` whose reciprocal gives the same quotient for every such ``x``
+    (``exact_division.reciprocal_is_exact_on``); else None."""
+    divisor = _constant_divisor(e)
+    if divisor is None or not isinstance(e.a, Cast) or e.a.value.dtype not in _NARROW_FLOATS:
+        return None
+    if not reciprocal_is_exact_on(divisor, e.a.value.dtype):
+        return None
+    return float(np.float32(1.0) / np.float32(divisor))
 
 
 def _rounded_and_clamped(e: Expr, lo: float, hi: float):
@@ -507,6 +599,8 @@ def program_source(program: Program, simulator: bool) -> str:
     parts.append(_SILU.format(inline="" if simulator else ', inline="always"'))
     if any(w.uses_narrow for w in writers):
         parts.append(_NARROW_IMPORTS.format(p="sim_" if simulator else ""))
+    if any(w.uses_async for w in writers):
+        parts.append(_ASYNC_IMPORTS.format(p="sim_" if simulator else "", P="SIM_" if simulator else ""))
     if any(w.uses_vector for w in writers):
         parts.append(_VECTOR_IMPORTS.format(prefix="sim_" if simulator else ""))
     alignment: dict = {}
@@ -514,10 +608,18 @@ def program_source(program: Program, simulator: bool) -> str:
         for name, nbytes in w.vector_alignment.items():
             alignment[name] = max(alignment.get(name, 0), nbytes)
     parts.append(f"VECTOR_ALIGNMENT = {dict(sorted(alignment.items()))!r}")
+    dynamic = {k.name: w.dynamic_shared for k, w in zip(program.kernels, writers) if w.dynamic_shared}
+    parts.append(f"# bytes of dynamic shared memory per block, by kernel\nDYNAMIC_SHARED = {dynamic!r}")
     unroll = {k.name: tuple(w.unroll_flags) for k, w in zip(program.kernels, writers)}
     parts.append(f"# unroll pragmas: nvvm_unroll version {nvvm_unroll.REWRITE_VERSION}\nUNROLL_LOOPS = {unroll!r}")
     return "\n".join(parts) + "\n\n" + "\n\n".join(kernels)
 
+
+_ASYNC_IMPORTS = """
+from tcomp.codegen.warp_mma import (
+    {p}cp_async4 as _cp_async4, {p}cp_async8 as _cp_async8, {p}cp_async16 as _cp_async16,
+    {p}cp_async_commit as _cp_async_commit, {P}CP_ASYNC_WAIT as _CP_ASYNC_WAIT)
+""" + "".join(f"_cp_async_wait_{n} = _CP_ASYNC_WAIT[{n}]\n" for n in range(8))
 
 _VECTOR_IMPORTS = """
 from tcomp.codegen.vector_access import (

@@ -43,6 +43,20 @@ def _launch_handle(cufunc):
     return driver().CUfunction(int(value))
 
 
+def _allow_dynamic_shared(function, nbytes: int) -> None:
+    """Let ``function`` have ``nbytes`` of dynamic shared memory per block. numba-cuda may
+    load its modules as libraries, and then the handle it keeps is a ``CUkernel``, which
+    ``cuFuncSetAttribute`` refuses (``cuLaunchKernel`` takes either): then the kernel's
+    attribute is set for the current device instead."""
+    d = driver()
+    attribute = d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    err, = d.cuFuncSetAttribute(function, attribute, nbytes)
+    if err == d.CUresult.CUDA_ERROR_INVALID_HANDLE:
+        device = checked(d.cuCtxGetDevice(), "cuCtxGetDevice")
+        err, = d.cuKernelSetAttribute(attribute, nbytes, d.CUkernel(int(function)), device)
+    checked((err,), f"setting the dynamic shared memory of a kernel to {nbytes} bytes")
+
+
 def _check_block_fits(attrs, block, name: str) -> None:
     """A CapacityError when the compiled kernel's registers leave too few for a block of
     ``block`` threads (the launch would fail with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)."""
@@ -56,12 +70,15 @@ def _check_block_fits(attrs, block, name: str) -> None:
 class DriverKernel:
     """One compiled kernel with its launch shape and its packed parameter block."""
 
-    def __init__(self, dispatcher, signature, grid, block, param_sizes):
-        """``param_sizes``: (element count, item size) of each array parameter, in order."""
+    def __init__(self, dispatcher, signature, grid, block, param_sizes, dynamic_shared: int = 0):
+        """``param_sizes``: (element count, item size) of each array parameter, in order;
+        ``dynamic_shared``: bytes of dynamic shared memory each block gets."""
         cufunc = _compiled_function(dispatcher, signature)
         self.grid, self.block = tuple(grid), tuple(block)
         _check_block_fits(cufunc.attrs, self.block, getattr(dispatcher, "__name__", "kernel"))
         self.function = _launch_handle(cufunc)
+        if dynamic_shared:  # NOTE: above 48 KB the function must ask for it first
+            _allow_dynamic_shared(self.function, dynamic_shared)
         self._values = []
         self.data_slots = []  # one c_void_p per parameter, holding its data pointer
         for count, itemsize in param_sizes:
@@ -72,7 +89,7 @@ class DriverKernel:
         self._params = (ctypes.c_void_p * len(self._values))(*[ctypes.addressof(v) for v in self._values])
         self.params_address = ctypes.addressof(self._params)
         #: cuLaunchKernel's arguments before the stream: function, grid, block, dynamic shared bytes
-        self.launch_head = (self.function, *self.grid, *self.block, 0)
+        self.launch_head = (self.function, *self.grid, *self.block, dynamic_shared)
 
 
 class DriverLaunch:

@@ -278,9 +278,11 @@ class Module:
 
         _DeviceNDArray = DeviceNDArray
         kernels, slots = [], {}
+        dynamic = getattr(self._module, "DYNAMIC_SHARED", {})
         for kernel, fn in zip(self.program.kernels, self._kernels):
             sizes = [(b.size, _storage_dtype(b.dtype).itemsize) for b in kernel.params]
-            driver_kernel = DriverKernel(fn, kernel_signature(kernel), kernel.grid, kernel.block, sizes)
+            driver_kernel = DriverKernel(fn, kernel_signature(kernel), kernel.grid, kernel.block, sizes,
+                                         dynamic.get(kernel.name, 0))
             kernels.append(driver_kernel)
             for b, slot in zip(kernel.params, driver_kernel.data_slots):
                 slots.setdefault(b, []).append(slot)

@@ -186,13 +186,6 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     if counts.smem_bytes > t.smem_per_block:
         notes.append(f"{counts.smem_bytes} bytes of shared memory per block exceed the {t.smem_per_block} "
                      f"a block may have on the {t.name}")
-    try:
-        from ..build import MAX_STATIC_SHARED_BYTES
-    except ImportError:  # pragma: no cover
-        MAX_STATIC_SHARED_BYTES = None
-    if MAX_STATIC_SHARED_BYTES and counts.smem_bytes > MAX_STATIC_SHARED_BYTES:
-        notes.append(f"{counts.smem_bytes} bytes of shared memory per block: more than the "
-                     f"{MAX_STATIC_SHARED_BYTES} that tc.build's static allocation allows for now")
     resident_warps = bps * wpb
     occupancy = resident_warps / t.max_warps_per_sm
 

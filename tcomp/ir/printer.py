@@ -57,7 +57,7 @@ def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str
 
 def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     """``s`` as text; ``names`` maps the variables of enclosing loops to their shown names."""
-    from .stmt import Allocate, Barrier, For, Kernel, Seq, Store
+    from .stmt import Allocate, AsyncCommit, AsyncWait, Barrier, For, Kernel, Seq, Store
 
     names = {} if names is None else names
     pad = "  " * indent
@@ -71,6 +71,8 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     if isinstance(s, Store):
         index, value = expr_to_str(s.index, 0, names), expr_to_str(s.value, 0, names)
         line = f"{s.buffer.name}[{index}] = {value}"
+        if s.asynchronous:
+            line = f"cp.async {line}"
         if s.predicate is not None:
             return f"{pad}if {expr_to_str(s.predicate, 0, names)}:\n{pad}  {line}"
         return pad + line
@@ -80,6 +82,10 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
         return f"{pad}{b.name} = alloc {b.scope} {b.dtype}[{shape}]\n{stmt_to_str(s.body, indent, names)}"
     if isinstance(s, Barrier):
         return f"{pad}syncthreads()"
+    if isinstance(s, AsyncCommit):
+        return f"{pad}cp.async.commit_group()"
+    if isinstance(s, AsyncWait):
+        return f"{pad}cp.async.wait_group({s.pending})"
     if isinstance(s, Kernel):
         params = ", ".join(p.name for p in s.params)
         head = f"{pad}kernel {s.name}({params})  # grid={s.grid} block={s.block}"

@@ -5,9 +5,14 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
     Stmt    := For(var, extent, kind, body)     kind: serial | unroll | vectorize
                                                  | blockIdx.{x,y,z} | threadIdx.{x,y,z}
              | Seq(stmts)
-             | Store(buffer, index, value, predicate)   flat store; predicate may be None
+             | Store(buffer, index, value, predicate, asynchronous)
+                                                 flat store; predicate may be None; an
+                                                 asynchronous one is a cp.async copy
              | Allocate(buffer, body)            shared or local storage live in body
              | Barrier()                         __syncthreads() for every thread of a block
+             | AsyncCommit()                     close the thread's group of cp.async copies
+             | AsyncWait(pending)                wait until at most ``pending`` of the
+                                                 thread's committed groups are in flight
     Buffer  := (name, dtype, shape, scope)       scope: global | shared | local
     Kernel  := (name, params, body, grid, block) one launch
     Program := (kernels, inputs, outputs, intermediates)
@@ -77,6 +82,10 @@ class Store(Stmt):
     index: Expr
     value: Expr
     predicate: Expr | None = None
+    #: a copy by cp.async: ``value`` is a Load of a global buffer of the same element
+    #: size, ``buffer`` is shared; the element lands by an AsyncWait that leaves fewer
+    #: groups in flight than this thread committed after the copy
+    asynchronous: bool = False
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,6 +97,16 @@ class Allocate(Stmt):
 @dataclass(frozen=True, eq=False)
 class Barrier(Stmt):
     pass
+
+
+@dataclass(frozen=True, eq=False)
+class AsyncCommit(Stmt):
+    pass
+
+
+@dataclass(frozen=True, eq=False)
+class AsyncWait(Stmt):
+    pending: int
 
 
 @dataclass(frozen=True, eq=False)

@@ -47,7 +47,7 @@ class StagedFill:
 
 def stage_through_registers(fill: Stmt, loop: Var, extent: int, stage_name: str) -> StagedFill:
     """Split the fill of a shared tile computed at ``loop`` into prologue, commit and prefetch."""
-    loops, store = _unnest(fill, stage_name)
+    loops, store = unnest_fill(fill, stage_name)
     per_thread = [f for f in loops if f.kind not in THREAD_TAGS]
     for f in per_thread:
         if f.kind not in ("unroll", "vectorize"):
@@ -67,17 +67,19 @@ def stage_through_registers(fill: Stmt, loop: Var, extent: int, stage_name: str)
         shift = {loop: iteration}
         predicate = None if store.predicate is None else substitute(store.predicate, shift)
         staged = Store(registers, register_index, substitute(store.value, shift), logical_and(guard, predicate))
-        return _renest(loops, staged)
+        return renest(loops, staged)
 
     next_iteration = binary("+", loop, 1)
-    commit = _renest(loops, Store(store.buffer, store.index, Load(registers, register_index), store.predicate))
+    commit = renest(loops, Store(store.buffer, store.index, Load(registers, register_index), store.predicate))
     return StagedFill(registers=registers,
                       prologue=at(IntImm(0)),
                       commit=commit,
                       prefetch=at(next_iteration, compare("<", next_iteration, extent)))
 
 
-def _unnest(fill: Stmt, stage_name: str):
+def unnest_fill(fill: Stmt, stage_name: str, primitive: str = "double_buffer"):
+    """The loops around the one store of a tile's fill, outermost first, and the store
+    (a LoweringError naming ``primitive`` when the fill is anything else)."""
     loops = []
     node = fill
     while True:
@@ -89,15 +91,16 @@ def _unnest(fill: Stmt, stage_name: str):
         else:
             break
     if not isinstance(node, Store):
-        raise LoweringError(f"double_buffer of {stage_name}: its fill is not a single loop nest around one "
+        raise LoweringError(f"{primitive} of {stage_name}: its fill is not a single loop nest around one "
                             "store (is something else computed at its loops?)")
     return loops, node
 
 
-def _renest(loops, body: Stmt) -> Stmt:
+def renest(loops, body: Stmt) -> Stmt:
+    """``body`` inside copies of ``loops`` (as :func:`unnest_fill` gave them)."""
     for f in reversed(loops):
         body = For(f.var, f.extent, f.kind, body)
     return body
 
 
-__all__ = ["StagedFill", "stage_through_registers"]
+__all__ = ["StagedFill", "renest", "stage_through_registers", "unnest_fill"]

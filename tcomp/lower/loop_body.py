@@ -15,6 +15,10 @@ The body of loop ``var`` of ``stage`` is:
 A double-buffered producer (``double_buffer()``) changes the order: its tile is
 committed from registers at the start of the iteration, between two barriers, and
 the next iteration's sources are prefetched into registers before the inner part.
+A pipelined one (``pipeline(stages)``) has the same barriers: its tile *lands* where a
+double-buffered one is committed (the wait for its asynchronous copies), and the copies
+of a later tile are *issued* where a double-buffered one is prefetched
+(``tcomp.lower.pipeline``).
 
 :func:`loop_body` gives that order as :class:`BodyStep` records. Lowering
 (``nest.py``) turns them into statements and the polyhedral model
@@ -33,7 +37,7 @@ from ..schedule.stage import Stage
 class BodyStep:
     """One step of a loop body."""
 
-    kind: str  # "fill" | "commit" | "prefetch" | "barrier" | "inner" | "epilogue"
+    kind: str  # "fill" | "commit" | "prefetch" | "land" | "issue" | "barrier" | "inner" | "epilogue"
     stage: Stage | None = None  # the producer (fill, commit, prefetch) or epilogue
     why: str = ""  # for a barrier: what it separates
 
@@ -59,7 +63,7 @@ def loop_body(stage: Stage, var, layouts: dict, attached_at: dict, reverse_at: d
     extent = layouts[stage].extents[var]
     fills, staged, shared = [], [], False
     for p in attached_at.get((stage, var), []):
-        if p.double_buffered and extent > 1:
+        if (p.double_buffered or p.pipeline_stages) and extent > 1:
             staged.append(p)
             continue
         fills.append(BodyStep("fill", p))
@@ -77,10 +81,10 @@ def loop_body(stage: Stage, var, layouts: dict, attached_at: dict, reverse_at: d
         # one barrier before the commit protects the tile that the last iteration read
         names = ", ".join(p.name for p in staged)
         return (BodyStep("barrier", why=f"before {names} is refilled"),
-                *[BodyStep("commit", p) for p in staged],
+                *[BodyStep("land" if p.pipeline_stages else "commit", p) for p in staged],
                 *[f for f in fills if f.kind != "barrier"],
                 BodyStep("barrier", why=f"after {names} is committed"),
-                *[BodyStep("prefetch", p) for p in staged],
+                *[BodyStep("issue" if p.pipeline_stages else "prefetch", p) for p in staged],
                 inner, *epilogue)
     trailing = []
     if shared and (extent > 1 or runs_again(stage, var, layouts)):

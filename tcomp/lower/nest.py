@@ -12,12 +12,13 @@ from __future__ import annotations
 from ..errors import InternalError, LoweringError
 from ..ir.expr import Expr, FloatImm, IntImm, Load, binary, cast, logical_and
 from ..ir.simplify import simplify
-from ..ir.stmt import Allocate, Barrier, Buffer, For, Stmt, Store, seq
+from ..ir.stmt import Allocate, AsyncCommit, AsyncWait, Barrier, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import free_vars, rewrite, substitute
 from ..lang.tensor import Reduce, TensorRead
 from ..schedule.stage import Stage
 from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers
+from .pipeline import prologue_of, stage_through_ring
 from .loop_body import loop_body, loop_kind, placements
 
 
@@ -93,14 +94,18 @@ class NestBuilder:
         extent = layout.extents[var]
         kind = loop_kind(stage, var)
         steps = loop_body(stage, var, self.layouts, self.attached_at, self.reverse_at)
-        allocs, staged = [], {}
+        allocs, staged, rings = [], {}, {}
         for p in self.attached_at.get((stage, var), []):
             pl = self.layouts[p]
-            if pl.scope != "global":  # a global buffer is a kernel argument, shared by all
-                allocs.append(pl.buffer)
             if any(step.kind == "commit" and step.stage is p for step in steps):
-                _check_double_buffer(p, pl, stage, var, kind)
+                _check_overlapped(p, pl, stage, var, kind, "double_buffer")
                 staged[p] = stage_through_registers(self.stage_stmt(p), var, extent, p.name)
+            if any(step.kind == "land" and step.stage is p for step in steps):
+                _check_overlapped(p, pl, stage, var, kind, "pipeline")
+                rings[p] = stage_through_ring(self.stage_stmt(p), pl.buffer, var, extent, p.pipeline_stages, p.name)
+            elif pl.scope != "global":  # a global buffer is a kernel argument, shared by all
+                allocs.append(pl.buffer)
+        _check_ring_sizes(rings, stage, var)
         body = []
         for step in steps:
             if step.kind == "barrier":
@@ -109,12 +114,25 @@ class NestBuilder:
                 body.append(inner)
             elif step.kind in ("fill", "epilogue"):
                 body.append(self.stage_stmt(step.stage))
+            elif step.kind == "land":  # one wait for every ring's copies of this tile
+                if step.stage is next(iter(rings)):
+                    body.append(AsyncWait(step.stage.pipeline_stages - 2))
+            elif step.kind == "issue":
+                body.append(rings[step.stage].issue)
+                if step.stage is list(rings)[-1]:
+                    body.append(AsyncCommit())
             else:
                 body.append(staged[step.stage].commit if step.kind == "commit" else staged[step.stage].prefetch)
         loop: Stmt = seq(*body)
+        for ring in rings.values():
+            loop = ring.reading_slot(loop, var)
         for b in reversed(allocs):
             loop = Allocate(b, loop)
         loop = For(var, extent, kind, loop)
+        if rings:
+            loop = seq(prologue_of(list(rings.values())), loop)
+            for ring in reversed(list(rings.values())):
+                loop = Allocate(ring.ring, loop)
         if staged:
             loop = seq(*[st.prologue for st in staged.values()], loop)
             for st in reversed(list(staged.values())):
@@ -122,13 +140,24 @@ class NestBuilder:
         return loop
 
 
-def _check_double_buffer(producer: Stage, layout: StageLayout, consumer: Stage, var, kind: str) -> None:
+def _check_overlapped(producer: Stage, layout: StageLayout, consumer: Stage, var, kind: str, primitive: str) -> None:
+    """A double-buffered or pipelined tile is a shared one computed at a serial loop."""
     if layout.scope != "shared":
-        raise LoweringError(f"double_buffer of {producer.name}: only a shared-memory tile can be double "
-                            f"buffered, and {producer.name} is {layout.scope}")
+        verb = "double buffered" if primitive == "double_buffer" else "pipelined"
+        raise LoweringError(f"{primitive} of {producer.name}: only a shared-memory tile can be {verb}, and "
+                            f"{producer.name} is {layout.scope}")
     if kind != "serial":
-        raise LoweringError(f"double_buffer of {producer.name}: it is computed at loop {var.name} of "
+        raise LoweringError(f"{primitive} of {producer.name}: it is computed at loop {var.name} of "
                             f"{consumer.name}, which is {kind}; the loop it is computed at must be serial")
+
+
+def _check_ring_sizes(rings: dict, consumer: Stage, var) -> None:
+    """The pipelined tiles of one loop share its waits, so they keep as many tiles in flight."""
+    counts = {p.name: p.pipeline_stages for p in rings}
+    if len(set(counts.values())) > 1:
+        shown = ", ".join(f"{name}: {n}" for name, n in counts.items())
+        raise LoweringError(f"the tiles pipelined at loop {var.name} of {consumer.name} have different stage "
+                            f"counts ({shown}); they share the loop's waits, so give them the same")
 
 
 def _dedupe(preds):

@@ -218,7 +218,8 @@ class _Builder:
         """The body of ``st``'s loop at ``pos``, in the order that lowering lays it out
         (``tcomp.lower.loop_body``): producers, barriers, the inner loop (or the
         store), epilogues. A double-buffered tile is written to shared memory where it
-        is committed, at the start of the iteration; its prefetch reads inputs only."""
+        is committed, at the start of the iteration; its prefetch reads inputs only. A
+        pipelined tile likewise, where its copies land (``tcomp.lower.pipeline``)."""
         inner = []
         if pos + 1 < len(st.leaf_vars):
             if pos + 1 == first_reduce:
@@ -232,7 +233,7 @@ class _Builder:
                 items.append(("barrier", step.why))
             elif step.kind == "inner":
                 items += inner
-            elif step.kind != "prefetch":
+            elif step.kind not in ("prefetch", "issue"):  # NOTE: a pipelined tile is written where it lands
                 items.append(("stage", step.stage))
         self._items(st, items, loops, time, first_reduce)
 

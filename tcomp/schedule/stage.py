@@ -109,6 +109,7 @@ class Stage:
         self.is_cache = False
         self.storage_axes: tuple | None = None  # dimension order of the stage's buffer
         self.double_buffered = False
+        self.pipeline_stages: int | None = None  # s.pipeline: tiles in the ring
         self.rfactor_parts: int | None = None  # s.rfactor: the partial results this stage combines
 
     # ------------------------------------------------------------------ inspection
@@ -358,7 +359,34 @@ class Stage:
                    for ko: sync; S = R; sync; if ko + 1 < n: R = A[ko + 1]; compute(S)
         """
         self._check_placeable()
+        if self.pipeline_stages is not None:
+            raise ScheduleError(f"{self.name} is pipelined already; double_buffer and pipeline are two ways of "
+                                "overlapping its loads, choose one")
         self.double_buffered = True
+
+    @primitive
+    def pipeline(self, stages: int = 3):
+        """Keep ``stages - 1`` tiles in flight: for a shared tile computed at a serial loop
+        (the k step of a matmul), a ring of ``stages`` tiles in shared memory, filled by
+        asynchronous copies (cp.async) issued ``stages - 1`` iterations ahead, so that the
+        loads of later k steps overlap the computation of this one without passing
+        through registers. The fill must copy elements of a global tensor unchanged
+        (4-byte elements; vectorized fills copy 8 or 16 bytes at once).
+
+        Before::   for ko: S = A[ko]; sync; compute(S); sync
+        After::    issue S[0] = A[0] ... S[n-2] = A[n-2]     (n = stages, one group each)
+                   for ko: sync; wait(tile ko); sync
+                           if ko + n - 1 < extent: issue S[(ko + n - 1) % n] = A[ko + n - 1]
+                           compute(S[ko % n])
+        """
+        self._check_placeable()
+        if not isinstance(stages, int) or isinstance(stages, bool) or not 2 <= stages <= 8:
+            raise ScheduleError(f"pipeline of {self.name}: stages must be an integer from 2 to 8 "
+                                f"(tiles in the ring), not {stages!r}")
+        if self.double_buffered:
+            raise ScheduleError(f"{self.name} is double buffered already; double_buffer and pipeline are two "
+                                "ways of overlapping its loads, choose one")
+        self.pipeline_stages = stages
 
     @primitive
     def set_scope(self, scope: str):

@@ -3,8 +3,10 @@
 - :class:`BlockTiling`: a kernel around one matrix product (a float sum of products
   ``a[i, k] * b[k, j]``, fused epilogue or not): block tiles staged through shared memory,
   a thread tile accumulated in registers from register fragments (the SGEMM worklog's
-  kernels 5 and 6), with the A tile stored transposed or not, vector loads, double
-  buffering and the k loop unrolled in steps.
+  kernels 5 and 6), with the A tile stored transposed or not, vector loads, the tiles'
+  loads overlapped with the computation (double buffering through registers, cp.async
+  pipelines of 3 or 4 tiles, or A double buffered and B pipelined), and the k loop
+  unrolled in steps.
 - :class:`WarpTiling`: the same kernel with the block tile split over warps and each
   thread's tile strided over the warp's sub-tiles (the worklog's kernel 10).
 - :class:`SplitK`: a matrix product whose output tiles cannot fill the GPU, its k axis
@@ -25,8 +27,8 @@ from ..ir.expr import Binary, Cast
 from ..lang.tensor import Reduce, TensorRead
 from .space import Group, Rule, register_rule
 
-#: bytes of fp32 shared memory a block may hold (tcomp allocates it statically)
-SHARED_BYTES = 48 * 1024
+#: bytes of fp32 shared memory a block may hold (above 48 KB, dynamic shared memory)
+SHARED_BYTES = 227 * 1024
 
 
 def matrix_product_operands(op) -> tuple | None:
@@ -47,6 +49,15 @@ def matrix_product_operands(op) -> tuple | None:
     if a is None or b is None or a == b:
         return None
     return a, b
+
+
+def _copied_by_cp_async(group: Group, operands=(0, 1)) -> bool:
+    """Can these of the product's operand tiles (0: a, 1: b) be pipelined: are they float32
+    tensors read unchanged (no cast, not staged), so that their fills are byte copies?"""
+    body = group.stages[group.reductions[0]].op.body
+    factors = (body.source.a, body.source.b)
+    return all(isinstance(factors[n], TensorRead) and factors[n].tensor.dtype == "float32"
+               and factors[n].tensor.name not in group.staged for n in operands)
 
 
 def _read_of(e):
@@ -147,8 +158,38 @@ def _fits_problem(tile: int, extent: int) -> bool:
     return tile <= bound
 
 
-def _shared_bytes(BM: int, BN: int, BK: int, double_buffer: bool) -> int:
-    return (BM + BN) * BK * 4 * (2 if double_buffer else 1)
+def _overlaps(p) -> tuple:
+    """How the a and b tiles overlap their loads with the computation: ``double_buffer``
+    alone, both double buffered (through registers); ``pipeline`` alone, both pipelined
+    (cp.async rings of that many tiles); both, a double buffered (it can be transposed on
+    its way through registers, which cp.async cannot do) and b pipelined."""
+    db, stages = p.get("double_buffer", False), p.get("pipeline", 0)
+    if db and stages:
+        return ("double_buffer", 1), ("pipeline", stages)
+    if stages:
+        return ("pipeline", stages), ("pipeline", stages)
+    return (("double_buffer", 1),) * 2 if db else ((None, 1),) * 2
+
+
+def _shared_bytes(BM: int, BN: int, BK: int, p=None) -> int:
+    """Shared bytes of the a (BM x BK) and b (BK x BN) tiles, rings included."""
+    (_, a_tiles), (_, b_tiles) = _overlaps(p or {})
+    return (BM * a_tiles + BN * b_tiles) * BK * 4
+
+
+def _overlap_valid(group: Group, p) -> bool:
+    """A pipelined tile's fill must be a copy."""
+    pipelined = tuple(n for n, (how, _) in enumerate(_overlaps(p)) if how == "pipeline")
+    return not pipelined or _copied_by_cp_async(group, pipelined)
+
+
+def _overlap(s, a_shared, b_shared, p) -> None:
+    """The operand tiles' loads overlapped with the computation, as ``p`` says."""
+    for tile, (how, stages) in zip((a_shared, b_shared), _overlaps(p)):
+        if how == "double_buffer":
+            s[tile].double_buffer()
+        elif how == "pipeline":
+            s[tile].pipeline(stages)
 
 
 class BlockTiling(Rule):
@@ -162,7 +203,7 @@ class BlockTiling(Rule):
     def choices(self, group, space):
         return {"BM": [16, 32, 64, 128, 256], "BN": [16, 32, 64, 128, 256], "BK": [8, 16, 32],
                 "TM": [2, 4, 8], "TN": [2, 4, 8], "transpose_a": [False, True], "vector": [1, 2, 4],
-                "double_buffer": [False, True], "k_unroll": [1, 2, 4]}
+                "double_buffer": [False, True], "pipeline": [0, 3, 4], "k_unroll": [1, 2, 4]}
 
     def valid(self, group, space, p):
         M, N = space.stages[group.anchor].shape
@@ -172,7 +213,8 @@ class BlockTiling(Rule):
         per_fill = threads * p["vector"]
         return (64 <= threads <= 1024 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
                 and p["BK"] % p["vector"] == 0 and p["BN"] % p["vector"] == 0 and p["BK"] % p["k_unroll"] == 0
-                and _shared_bytes(p["BM"], p["BN"], p["BK"], p["double_buffer"]) <= SHARED_BYTES
+                and _overlap_valid(group, p)
+                and _shared_bytes(p["BM"], p["BN"], p["BK"], p) <= SHARED_BYTES
                 and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
 
     def apply(self, s, group, p):
@@ -189,9 +231,7 @@ class BlockTiling(Rule):
         threads_y, threads_x = p["BM"] // p["TM"], p["BN"] // p["TN"]
         _cooperative_fill(s, a_shared, threads_y, threads_x, p["vector"])
         _cooperative_fill(s, b_shared, threads_y, threads_x, p["vector"])
-        if p["double_buffer"]:
-            s[a_shared].double_buffer()
-            s[b_shared].double_buffer()
+        _overlap(s, a_shared, b_shared, p)
 
 
 class WarpTiling(Rule):
@@ -207,7 +247,7 @@ class WarpTiling(Rule):
     def choices(self, group, space):
         return {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [8, 16, 32], "WM": [32, 64, 128],
                 "WN": [32, 64, 128], "WNITER": [1, 2, 4], "TM": [4, 8], "TN": [4, 8], "k_unroll": [1, 2, 4, 8],
-                "double_buffer": [False, True]}
+                "double_buffer": [False, True], "pipeline": [0, 3, 4]}
 
     @staticmethod
     def _layout(p) -> tuple | None:
@@ -233,8 +273,8 @@ class WarpTiling(Rule):
         threads = layout[0] * 32
         per_fill = threads * 4
         return (threads <= 1024 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
-                and p["BK"] % p["k_unroll"] == 0
-                and _shared_bytes(p["BM"], p["BN"], p["BK"], p["double_buffer"]) <= SHARED_BYTES
+                and p["BK"] % p["k_unroll"] == 0 and _overlap_valid(group, p)
+                and _shared_bytes(p["BM"], p["BN"], p["BK"], p) <= SHARED_BYTES
                 and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
 
     def apply(self, s, group, p):
@@ -267,9 +307,7 @@ class WarpTiling(Rule):
         s[a_shared].storage_order(kk, row)
         _cooperative_fill(s, a_shared, warps, 32, 4)
         _cooperative_fill(s, b_shared, warps, 32, 4)
-        if p["double_buffer"]:
-            s[a_shared].double_buffer()
-            s[b_shared].double_buffer()
+        _overlap(s, a_shared, b_shared, p)
 
 
 class SplitK(Rule):
@@ -306,7 +344,7 @@ class SplitK(Rule):
         return (tiles < self.SMS and tiles * p["parts"] <= 4 * self.SMS and 32 <= threads <= 1024
                 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
                 and p["BN"] % p["vector"] == 0 and p["threads"] <= max(M * N, 64)
-                and _shared_bytes(p["BM"], p["BN"], p["BK"], False) <= SHARED_BYTES
+                and _shared_bytes(p["BM"], p["BN"], p["BK"]) <= SHARED_BYTES
                 and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
 
     def apply(self, s, group, p):

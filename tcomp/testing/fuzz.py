@@ -181,7 +181,7 @@ _TAGS = _THREAD + _BLOCK + ("threadIdx.z", "blockIdx.z")
 _LOOP_STEPS = ("split", "tile", "reorder", "fuse")
 _ANY_STEPS = ("split", "tile", "reorder", "fuse", "bind", "unroll", "vectorize", "compute_at",
               "reverse_compute_at", "compute_inline", "compute_root", "set_scope", "storage_order",
-              "double_buffer", "cache_read", "cache_write", "rfactor")
+              "double_buffer", "pipeline", "cache_read", "cache_write", "rfactor")
 
 
 class ScheduleDrawer:
@@ -434,6 +434,12 @@ class ScheduleDrawer:
         if stage is not None:
             self.call(stage, "double_buffer")
 
+    def step_pipeline(self, stage=None):
+        shared = [x for x in self.producers() if x.attach.kind == "at" and x.scope == "shared"]
+        stage = stage or self.pick(shared, self.stages(), "stage")
+        if stage is not None:
+            self.call(stage, "pipeline", self.pick((2, 3, 4), (1, 2, 3, 4, 8, 9), "stages"))
+
     def step_cache_read(self):
         outs = set(self.s.outputs)
         tensors = list(self.s.placeholders) + [x.tensor for x in self.s.stages if x.tensor not in outs]
@@ -515,7 +521,7 @@ class ScheduleDrawer:
             self.step_any(self.draw(st.sampled_from(_LOOP_STEPS + ("bind", "bind")), "inner step"))
         for _ in range(self.count(2, "annotations")):
             self.step_any(self.draw(st.sampled_from(("unroll", "vectorize", "set_scope", "storage_order",
-                                                     "double_buffer", "compute_root")), "annotation"))
+                                                     "double_buffer", "pipeline", "compute_root")), "annotation"))
 
 
 def draw_schedule(data, wl: FuzzWorkload):

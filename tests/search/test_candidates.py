@@ -65,7 +65,7 @@ def test_a_kernel_reading_a_warp_tiled_producer_checks_within_the_limit():
 
     out = matmul_silu_quant.algorithm(256, 256, 256)
     space = Space(out)
-    warps = dict(BK=8, BM=128, BN=128, TM=8, TN=4, WM=64, WN=64, WNITER=4, double_buffer=True, k_unroll=4)
+    warps = dict(BK=8, BM=128, BN=128, TM=8, TN=4, WM=64, WN=64, WNITER=4, double_buffer=True, pipeline=0, k_unroll=4)
     point = Point((("C", "fused"), ("Y", "root")),
                   (("Y", "warp_tiling", tuple(sorted(warps.items()))),
                    ("Q", "flat_tiling", (("threads", 256), ("vector", 1)))))

@@ -24,14 +24,14 @@ def _params(**p):
     return tuple(sorted(p.items()))
 
 
-BLOCK_2D = dict(BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, vector=1, double_buffer=False, k_unroll=1)
+BLOCK_2D = dict(BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, vector=1, double_buffer=False, pipeline=0, k_unroll=1)
 LADDER_POINTS = {
     "blocktile_2d": ("block_tiling", BLOCK_2D),
     "vectorized": ("block_tiling", {**BLOCK_2D, "transpose_a": True, "vector": 4}),
     "double_buffered": ("block_tiling", {**BLOCK_2D, "transpose_a": True, "vector": 4, "double_buffer": True}),
     "vectorized_bk16": ("block_tiling", {**BLOCK_2D, "BK": 16, "transpose_a": True, "vector": 4}),
     "warptiled": ("warp_tiling", dict(BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, k_unroll=4,
-                                      double_buffer=True)),
+                                      double_buffer=True, pipeline=0)),
 }
 
 

@@ -1,0 +1,120 @@
+"""A ring of shared tiles filled by asynchronous copies (``s[S].pipeline(stages)``).
+
+A shared tile filled at every iteration of a serial loop ``ko`` (``extent`` iterations)::
+
+    for ko:
+        S[...] = G[f(ko)]
+        sync
+        compute(S)
+        sync
+
+becomes, with ``n = stages`` tiles in a ring ``R`` (``n`` times the tile)::
+
+    for t in 0 .. n-2:                         # prologue: one commit group per tile
+        cp.async R[t][...] = G[f(t)]           (if t < extent)
+        commit
+    for ko:
+        sync                                   # every thread is done with tile ko - 1
+        wait_group(n - 2)                      # this thread's copies of tile ko landed
+        sync                                   # ... and every other thread's
+        if ko + n - 1 < extent: cp.async R[(ko + n - 1) % n][...] = G[f(ko + n - 1)]
+        commit                                 # (empty past the end: the count stays)
+        compute(R[ko % n])
+
+so ``n - 1`` tiles are in flight while one is computed on. The barriers are those of
+a double-buffered tile (``tcomp.lower.loop_body``), which the polyhedral model checks
+with the tile written where it lands; the ring keeps the copies in flight out of the
+slots that are read: at iteration ko the copies go to slot (ko - 1) % n, which compute
+read at iteration ko - 1, before the first barrier, and they land before the second
+barrier of iteration ko + n - 1, the first that reads that slot.
+
+At iteration ko the thread has committed ``n - 1 + ko`` groups, and tile ko's is the
+``ko + 1``-th: waiting until at most ``n - 2`` are in flight completes it.
+
+The fill must be a copy: one loop nest around a store of a global tensor's element,
+unchanged and of the same 4-byte storage type (cp.async moves bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..dtypes import itemsize
+from ..errors import LoweringError
+from ..ir.expr import IntImm, Load, Var, binary, compare, logical_and
+from ..ir.stmt import AsyncCommit, Buffer, Stmt, Store, seq
+from ..ir.visitor import rewrite, substitute
+from .double_buffer import renest, unnest_fill
+
+#: cp.async copies 4, 8 or 16 bytes; tcomp's copies are of 4-byte elements (a
+#: vectorized fill moves 2 or 4 of them at once)
+ELEMENT_BYTES = 4
+
+
+@dataclass(frozen=True)
+class RingFill:
+    """A pipelined tile: its ring, the prologue's copies, the loop's copy."""
+
+    tile: Buffer  # the tile as bound inference made it
+    ring: Buffer  # ``stages`` tiles
+    stages: int
+    prologue: tuple  # per tile t < stages - 1: the copies of tile t (None past the loop's end)
+    issue: Stmt  # in iteration ko: the copies of tile ko + stages - 1, guarded
+
+    def reading_slot(self, body: Stmt, loop: Var) -> Stmt:
+        """``body`` (compute, at iteration ``loop``) reading the ring's slot ``loop % stages``."""
+        slot = binary("*", binary("%", loop, self.stages), _size(self.tile))
+
+        def move(n):
+            if isinstance(n, Load) and n.buffer is self.tile:
+                return Load(self.ring, binary("+", slot, n.index))
+            return None
+
+        return rewrite(body, move)
+
+
+def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages: int, stage_name: str) -> RingFill:
+    """Split the fill of ``tile`` computed at ``loop`` into the prologue's copies and the
+    copy issued ``stages - 1`` iterations ahead (module docstring)."""
+    loops, store = unnest_fill(fill, stage_name, "pipeline")
+    source = store.value
+    if not (isinstance(source, Load) and source.buffer.scope == "global"):
+        raise LoweringError(f"pipeline of {stage_name}: its fill computes {source} instead of copying an element "
+                            "of a tensor in device memory; cp.async only copies (compute the rest where the tile "
+                            "is read, or use double_buffer)")
+    if source.buffer.dtype != tile.dtype or itemsize(source.buffer.dtype) != ELEMENT_BYTES:
+        raise LoweringError(f"pipeline of {stage_name}: cp.async copies bytes, and {source.buffer.name} holds "
+                            f"{source.buffer.dtype} in device memory against {tile.dtype} in the shared tile; it "
+                            f"copies {ELEMENT_BYTES}-byte elements of one type only (use double_buffer)")
+    ring = Buffer(tile.name, tile.dtype, (stages * _size(tile),), "shared")
+
+    def copy_of(iteration, slot, guard=None) -> Stmt:
+        shift = {loop: iteration}
+        predicate = None if store.predicate is None else substitute(store.predicate, shift)
+        index = binary("+", binary("*", slot, _size(tile)), substitute(store.index, shift))
+        return renest(loops, Store(ring, index, substitute(source, shift), logical_and(guard, predicate),
+                                    asynchronous=True))
+
+    ahead = binary("+", loop, stages - 1)
+    prologue = tuple(copy_of(IntImm(t), IntImm(t)) if t < extent else None for t in range(stages - 1))
+    issue = copy_of(ahead, binary("%", ahead, stages), compare("<", ahead, extent))
+    return RingFill(tile, ring, stages, prologue, issue)
+
+
+def prologue_of(rings: list) -> Stmt:
+    """Before the loop: tile by tile, every ring's copies, then one commit group."""
+    steps = []
+    for t in range(rings[0].stages - 1):
+        steps += [r.prologue[t] for r in rings if r.prologue[t] is not None]
+        steps.append(AsyncCommit())
+    return seq(*steps)
+
+
+def _size(buf: Buffer) -> int:
+    size = 1
+    for d in buf.shape:
+        size *= d
+    return size
+
+
+__all__ = ["RingFill", "prologue_of", "stage_through_ring"]
