@@ -7,7 +7,9 @@ For a few tilings of the space (``warp_tiling`` and ``block_tiling`` points, all
 the overlap switched off), each variant adds one way of overlapping the tiles' loads with
 the computation: both double buffered (through registers); both pipelined with 3 or 4
 tiles (cp.async; a transposed A tile is copied 4 bytes at a time, since cp.async cannot
-transpose); A double buffered and B pipelined. Every variant's output is compared with
+transpose); A double buffered and B pipelined. The last tilings keep A untransposed and
+read their register fragments four k at a time (``fragment_k=4``), so that A's tile is
+copied 16 bytes at a time and still read as vectors. Every variant's output is compared with
 the reference before it is timed (the search's runner).
 """
 
@@ -27,6 +29,10 @@ TILINGS = [  # (rule, parameters with the overlap off)
     ("warp_tiling", dict(BK=16, BM=64, BN=128, TM=4, TN=4, WM=32, WN=64, WNITER=2, k_unroll=2)),
     ("block_tiling", dict(BK=8, BM=32, BN=64, TM=4, TN=4, k_unroll=4, transpose_a=False, vector=2)),
     ("block_tiling", dict(BK=16, BM=64, BN=64, TM=4, TN=4, k_unroll=4, transpose_a=False, vector=4)),
+    # fragments of four k (A read as 16-byte vectors along k from an untransposed tile)
+    ("block_tiling", dict(BK=16, BM=64, BN=64, TM=4, TN=4, k_unroll=1, transpose_a=False, vector=4, fragment_k=4)),
+    ("block_tiling", dict(BK=32, BM=64, BN=64, TM=8, TN=4, k_unroll=1, transpose_a=False, vector=4, fragment_k=4)),
+    ("block_tiling", dict(BK=16, BM=128, BN=64, TM=8, TN=4, k_unroll=1, transpose_a=False, vector=4, fragment_k=4)),
 ]
 VARIANTS = {  # name -> lines added to the schedule
     "double buffer both": ["s['A_shared'].double_buffer()", "s['B_shared'].double_buffer()"],
@@ -39,6 +45,7 @@ VARIANTS = {  # name -> lines added to the schedule
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="1000,1000,1000", help="M,N,K")
+    parser.add_argument("--only", default=None, help="tilings whose description contains this text")
     args = parser.parse_args(argv)
     import sgemm_ladder
     from autoschedule import _baselines  # benchmarks/autoschedule.py
@@ -52,6 +59,8 @@ def main(argv=None) -> int:
     (group,) = space.groups(fusion)
     labels, sources = [], []
     for rule, params in TILINGS:
+        if args.only and args.only not in f"{rule} {params}":
+            continue
         p = {**params, "double_buffer": False, "pipeline": 0}
         point = Point(fusion, ((group.anchor, rule, tuple(sorted(p.items()))),))
         base = space.schedule(point).trace_source(with_sites=False).rstrip("\n")

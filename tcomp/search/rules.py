@@ -128,16 +128,22 @@ def _cooperative_fill(s, cache, threads_y: int, threads_x: int, vector: int) -> 
     s[cache].unroll(rest)
 
 
-def _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, BK: int, k_unroll: int) -> None:
+def _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, BK: int, k_unroll: int, fragment_k: int = 1) -> None:
     """Inside a thread: k steps of BK (the shared tiles filled at each), each k of a
     step (the register fragments loaded at each), then the thread's outputs, unrolled
-    so that they stay in registers; the k of a step unrolled by ``k_unroll``."""
+    so that they stay in registers; the k of a step unrolled by ``k_unroll``. With
+    ``fragment_k`` > 1 the fragments hold that many k at once, A's read as vectors along
+    k (A's tile must then be stored row by row, not transposed)."""
     *_, ci, cj = s[acc].axis  # NOTE: a split-K accumulator leads with its slice axis
     (k,) = s[acc].reduce_axis
     ko, ki = s[acc].split(k, BK)
-    s[acc].reorder(ko, ki, ci, cj)
-    s[acc].unroll(ci)
-    s[acc].unroll(cj)
+    inner = ()
+    if fragment_k > 1:
+        ki, kk = s[acc].split(ki, fragment_k)
+        inner = (kk,)
+    s[acc].reorder(ko, ki, *inner, ci, cj)
+    for ax in (*inner, ci, cj):
+        s[acc].unroll(ax)
     if k_unroll > 1:
         _, ki = s[acc].split(ki, k_unroll)
         s[acc].unroll(ki)
@@ -148,6 +154,8 @@ def _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, BK: int, k_unroll: int) 
     for frag in (a_frag, b_frag):
         for ax in s[frag].axis:
             s[frag].unroll(ax)
+    if fragment_k > 1:
+        s[a_frag].vectorize(s[a_frag].axis[1])
 
 
 def _fits_problem(tile: int, extent: int) -> bool:
@@ -203,7 +211,7 @@ class BlockTiling(Rule):
     def choices(self, group, space):
         return {"BM": [16, 32, 64, 128, 256], "BN": [16, 32, 64, 128, 256], "BK": [8, 16, 32],
                 "TM": [2, 4, 8], "TN": [2, 4, 8], "transpose_a": [False, True], "vector": [1, 2, 4],
-                "double_buffer": [False, True], "pipeline": [0, 3, 4], "k_unroll": [1, 2, 4]}
+                "double_buffer": [False, True], "pipeline": [0, 3, 4], "k_unroll": [1, 2, 4], "fragment_k": [1, 4]}
 
     def valid(self, group, space, p):
         M, N = space.stages[group.anchor].shape
@@ -212,8 +220,9 @@ class BlockTiling(Rule):
         threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
         per_fill = threads * p["vector"]
         return (64 <= threads <= 1024 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
-                and p["BK"] % p["vector"] == 0 and p["BN"] % p["vector"] == 0 and p["BK"] % p["k_unroll"] == 0
-                and _overlap_valid(group, p)
+                and p["BK"] % p["vector"] == 0 and p["BN"] % p["vector"] == 0
+                and p["BK"] % (p["k_unroll"] * p.get("fragment_k", 1)) == 0
+                and (p.get("fragment_k", 1) == 1 or not p["transpose_a"]) and _overlap_valid(group, p)
                 and _shared_bytes(p["BM"], p["BN"], p["BK"], p) <= SHARED_BYTES
                 and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
 
@@ -224,7 +233,7 @@ class BlockTiling(Rule):
         a_shared, b_shared, a_frag, b_frag = _operand_caches(s, group, a, b, acc)
         tx = _block_and_thread_tiles(s, out, (), p["BM"], p["BN"], p["TM"], p["TN"])
         s[acc].compute_at(s[out], tx)
-        _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, p["BK"], p["k_unroll"])
+        _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, p["BK"], p["k_unroll"], p.get("fragment_k", 1))
         if p["transpose_a"]:
             row, kk = s[a_shared].axis
             s[a_shared].storage_order(kk, row)

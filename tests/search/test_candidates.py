@@ -72,3 +72,27 @@ def test_a_kernel_reading_a_warp_tiled_producer_checks_within_the_limit():
     assert space.contains(point)
     (screened,) = Screener(space, workers=1, seconds=10).screen([point])
     assert screened.status == "ok", screened.error
+
+
+@pytest.mark.parametrize("overlap", [dict(double_buffer=False, pipeline=3), dict(double_buffer=True, pipeline=4),
+                                     dict(double_buffer=True, pipeline=0)])
+def test_pipelined_points_with_fragments_of_four_k_match_the_reference(overlap, tmp_path):
+    """Block tilings whose tiles are cp.async rings (both, or B only) and whose register
+    fragments hold four k at once (A read as vectors along k), at a shape no tile divides."""
+    import tcomp as tc
+    from tcomp.codegen import program_source
+    from tcomp.search.space import Point
+
+    params = dict(BK=16, BM=32, BN=32, TM=2, TN=4, transpose_a=False, vector=4, k_unroll=1, fragment_k=4, **overlap)
+    tiling = (("C", "block_tiling", tuple(sorted(params.items()))),)
+    divisible = Space(sgemm_ladder.algorithm(64, 64, 48))
+    source = program_source(tc.lower(divisible.schedule(Point((), tiling))), simulator=False)
+    assert "_load4(A_shared, " in source and ("_cp_async16(B_shared, " in source) == bool(overlap["pipeline"])
+    out = sgemm_ladder.algorithm(40, 36, 44)  # NOTE: the shifted tiles' rows: 4-byte copies
+    space = Space(out)
+    point = Point((), tiling)
+    assert space.contains(point)
+    (screened,) = Screener(space, workers=1).screen([point])
+    assert screened.status == "ok", screened.error
+    (m,) = measure_batch(prepare_bench(out, tmp_path / "bench"), [screened.source])
+    assert m.status == "ok", m.error

@@ -24,7 +24,8 @@ def _params(**p):
     return tuple(sorted(p.items()))
 
 
-BLOCK_2D = dict(BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, vector=1, double_buffer=False, pipeline=0, k_unroll=1)
+BLOCK_2D = dict(BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, vector=1, double_buffer=False, pipeline=0, k_unroll=1,
+                fragment_k=1)
 LADDER_POINTS = {
     "blocktile_2d": ("block_tiling", BLOCK_2D),
     "vectorized": ("block_tiling", {**BLOCK_2D, "transpose_a": True, "vector": 4}),
