@@ -97,9 +97,13 @@ class BoundInference:
         predicates = self._predicates(stage, ranges, extents, values, inward)
         scope = storage_scope(stage)
         if scope == "global":
+            if any(stage.storage_padding.values()):
+                raise LoweringError(f"storage_pad of {stage.name}: {stage.name} is in device memory, where "
+                                    "its layout is the tensor's own; pad a shared or local cache of it instead")
             buffer = Buffer(stage.name, stage.tensor.dtype, stage.tensor.shape, "global")
         else:
-            shape = tuple(ranges[ax].extent for ax in storage_axes(stage))
+            padding = stage.storage_padding
+            shape = tuple(ranges[ax].extent + padding.get(ax, 0) for ax in storage_axes(stage))
             buffer = Buffer(stage.name, stage.tensor.dtype, shape, scope)
         return StageLayout(stage, self.bodies[stage], ranges, extents, values, predicates, buffer, scope)
 

@@ -108,6 +108,7 @@ class Stage:
         self.annotations: dict = {}
         self.is_cache = False
         self.storage_axes: tuple | None = None  # dimension order of the stage's buffer
+        self.storage_padding: dict = {}  # root axis -> unused elements after its extent
         self.double_buffered = False
         self.pipeline_stages: int | None = None  # s.pipeline: tiles in the ring
         self.rfactor_parts: int | None = None  # s.rfactor: the partial results this stage combines
@@ -345,6 +346,27 @@ class Stage:
             names = ", ".join(a.name for a in self.root_axes)
             raise ScheduleError(f"storage_order needs each of {self.name}'s axes ({names}) exactly once")
         self.storage_axes = tuple(axes)
+
+    @primitive
+    def storage_pad(self, axis, elements: int):
+        """Give this stage's buffer ``elements`` unused elements after each run of
+        ``axis`` (its dimension grows by that many), so that the dimensions outside it get
+        a stride that spreads consecutive rows over the shared-memory banks: a 64x32 tile
+        read down a column by a warp hits one bank 32 times; padded by 1 (or by 4, to keep
+        16-byte vectors aligned) it hits 32 different banks. What is computed is unchanged;
+        ``tc.lower`` shows the padded buffer and ``tc.estimate`` its bank conflicts.
+
+        Before::   A_shared = alloc shared float32[64x32];  A_shared[i * 32 + k]
+        After::    A_shared = alloc shared float32[64x36];  A_shared[i * 36 + k]   (storage_pad(k, 4))
+        """
+        if axis not in self.root_axes:
+            names = ", ".join(a.name for a in self.root_axes)
+            raise ScheduleError(f"storage_pad pads a dimension of {self.name}'s buffer: one of its axes "
+                                f"({names}), not {getattr(axis, 'name', axis)!r}")
+        if not isinstance(elements, int) or isinstance(elements, bool) or elements < 0:
+            raise ScheduleError(f"storage_pad of {self.name}: elements must be a non-negative integer, "
+                                f"not {elements!r}")
+        self.storage_padding = {**self.storage_padding, axis: elements}
 
     @primitive
     def double_buffer(self):

@@ -180,7 +180,7 @@ _TAGS = _THREAD + _BLOCK + ("threadIdx.z", "blockIdx.z")
 #: the kinds of step a "loop" phase draws from, the most common first
 _LOOP_STEPS = ("split", "tile", "reorder", "fuse")
 _ANY_STEPS = ("split", "tile", "reorder", "fuse", "bind", "unroll", "vectorize", "compute_at",
-              "reverse_compute_at", "compute_inline", "compute_root", "set_scope", "storage_order",
+              "reverse_compute_at", "compute_inline", "compute_root", "set_scope", "storage_order", "storage_pad",
               "double_buffer", "pipeline", "cache_read", "cache_write", "rfactor")
 
 
@@ -428,6 +428,15 @@ class ScheduleDrawer:
             return
         self.call(stage, "storage_order", *self.draw(st.permutations(stage.root_axes), "storage order"))
 
+    def step_storage_pad(self, stage=None):
+        placed_at = [x for x in self.producers() if x.attach.kind == "at"]
+        stage = stage or self.pick(placed_at, self.stages(), "stage")
+        if stage is None:
+            return
+        axis = self.pick(stage.root_axes, stage.root_axes + tuple(stage.leaf_vars), "padded axis")
+        if axis is not None:
+            self.call(stage, "storage_pad", axis, self.pick((1, 4), (0, 1, 3, 4, -1), "padding"))
+
     def step_double_buffer(self, stage=None):
         shared = [x for x in self.producers() if x.attach.kind == "at" and x.scope == "shared"]
         stage = stage or self.pick(shared, self.stages(), "stage")
@@ -521,7 +530,8 @@ class ScheduleDrawer:
             self.step_any(self.draw(st.sampled_from(_LOOP_STEPS + ("bind", "bind")), "inner step"))
         for _ in range(self.count(2, "annotations")):
             self.step_any(self.draw(st.sampled_from(("unroll", "vectorize", "set_scope", "storage_order",
-                                                     "double_buffer", "pipeline", "compute_root")), "annotation"))
+                                                     "storage_pad", "double_buffer", "pipeline", "compute_root")),
+                                    "annotation"))
 
 
 def draw_schedule(data, wl: FuzzWorkload):
