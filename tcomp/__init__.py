@@ -9,14 +9,14 @@ Public API (see DESIGN.md section 1)::
     mod = tc.build(s)
 """
 
-from .errors import (ArgumentError, CapacityError, CodegenError, IllegalScheduleError, InternalError,
+from .errors import (ArgumentError, CapacityError, CodegenError, DriverError, IllegalScheduleError, InternalError,
                      LanguageError, LoweringError, ScheduleError, TcompError)
 from .lang import (IterVar, Tensor, abs, cast, clamp, compute, evaluate, exp, max, maximum, min, minimum,
                    placeholder, quantize, reduce_axis, round, sigmoid, silu, sum)
 
 __all__ = [
-    "ArgumentError", "CapacityError", "CodegenError", "IllegalScheduleError", "InternalError", "LanguageError",
-    "LoweringError", "ScheduleError", "TcompError",
+    "ArgumentError", "CapacityError", "CodegenError", "DriverError", "IllegalScheduleError", "InternalError",
+    "LanguageError", "LoweringError", "ScheduleError", "TcompError",
     "IterVar", "Tensor", "abs", "cast", "clamp", "compute", "evaluate", "exp", "max", "maximum", "min",
     "minimum", "placeholder", "quantize", "reduce_axis", "round", "sigmoid", "silu", "sum",
 ]

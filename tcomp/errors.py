@@ -35,6 +35,11 @@ class CodegenError(TcompError):
     """Code generation or kernel compilation failed for a user-visible reason."""
 
 
+class DriverError(CodegenError):
+    """The CUDA driver refused a call (loading, configuring or launching a kernel, a
+    graph capture): the schedule is legal and its code was generated."""
+
+
 class ArgumentError(TcompError):
     """A compiled module was called with wrong arguments (shape, dtype, device, layout)."""
 

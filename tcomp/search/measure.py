@@ -22,9 +22,11 @@ is replaced by a fresh one (a fresh CUDA context) before the next candidate.
 ``measure_batch`` is a plain function of picklable arguments, so that a
 ``concurrent.futures`` executor (threads, a local process pool, or a cluster's such as
 Dask's, given a shared folder) can run batches on several GPUs. The environment variable
-``TCOMP_MEASURE_FAULT`` (``crash``, ``hang`` or ``wrong``, optionally ``:TEXT`` to hit only
-the sources that contain TEXT) makes the child fail on purpose, so that tests can check
-that each case is recorded and the candidates after it are still measured.
+``TCOMP_MEASURE_FAULT`` (``crash``, ``hang``, ``wrong`` or ``driver``, optionally ``:TEXT``
+to hit only the sources that contain TEXT) makes the child fail on purpose, so that tests
+can check that each case is recorded and the candidates after it are still measured;
+``driver`` makes its build fail as a refused driver call does (a ``tc.DriverError``: a
+crash, not an illegal schedule).
 """
 
 from __future__ import annotations
@@ -250,7 +252,7 @@ class _Child:
             return self._torch_matmul(request)
         import tcomp as tc
 
-        from ..errors import CapacityError, CodegenError, LoweringError, ScheduleError
+        from ..errors import CapacityError, CodegenError, DriverError, LoweringError, ScheduleError
         from ..schedule.schedule import replay
         from ..validation import compare
 
@@ -259,9 +261,13 @@ class _Child:
             fault = ""
         s = replay(request["source"], self.out)
         try:
+            if fault == "driver":
+                raise DriverError("cuFuncSetAttribute failed: CUDA_ERROR_INVALID_HANDLE (injected)")
             mod = tc.build(s, check=not request.get("checked", False))
         except CapacityError as err:
             return {"status": "over capacity", "error": str(err)[:ERROR_CHARS]}
+        except DriverError as err:  # a legal schedule whose kernel the driver would not load or configure
+            return {"status": "crash", "error": f"{type(err).__name__}: {err}"[:ERROR_CHARS]}
         except (ScheduleError, LoweringError, CodegenError) as err:  # refused by tc.check (check = build)
             return {"status": "illegal", "error": f"{type(err).__name__}: {err}"[:ERROR_CHARS]}
         if fault == "crash":

@@ -71,6 +71,7 @@ def test_a_legal_candidate_is_ok_and_not_timed_in_the_simulator(bench):
 @pytest.mark.parametrize("fault, status, needle", [
     ("wrong", "wrong", "output Q: max abs difference"),
     ("crash", "crash", "exited with status 3"),
+    ("driver", "crash", "DriverError: cuFuncSetAttribute failed"),
 ])
 def test_a_faulty_candidate_is_recorded_and_the_next_one_measured(bench, monkeypatch, fault, status, needle):
     monkeypatch.setenv("TCOMP_MEASURE_FAULT", f"{fault}:# the faulty one")
