@@ -320,9 +320,9 @@ class KernelWriter:
             return None
         value, lo, hi = rounded
         bounds = f"float32({lo!r}), float32({hi!r})"
-        divisor = _constant_divisor(value)
-        if divisor is not None and _reciprocal(value) is not None:
+        if _reciprocal(value) is not None:
             return f"_round_clamp_int8({self.value(value)}, {bounds})"  # a multiplication: see binary()
+        divisor = _constant_divisor(value)
         if divisor is not None and correction_is_exact(divisor):
             reciprocal = float(np.float32(1.0) / np.float32(divisor))
             return (f"_divide_round_clamp_int8({self.value(value.a)}, float32({divisor!r}), "
@@ -391,12 +391,8 @@ class KernelWriter:
         """One 8- or 16-byte cp.async for the lanes of ``loop`` where they are consecutive
         and aligned on both sides; False (nothing emitted) elsewhere."""
         nbytes = element_bytes(store.buffer) * loop.extent
-        predicate = store.predicate
-        if predicate is not None and loop.var in free_vars(predicate):
-            predicate = uniform_condition(predicate, loop.var, loop.extent)
-            if predicate is None:
-                return False
-        if nbytes not in (8, 16):
+        uniform, predicate = _lane_uniform_predicate(store, loop)
+        if not uniform or nbytes not in (8, 16):
             return False
         dst_base = self._vector_base(store.buffer, store.index, loop)
         src_base = self._vector_base(store.value.buffer, store.value.index, loop)
@@ -425,11 +421,9 @@ class KernelWriter:
             return False
         if store.asynchronous:
             return self.async_vector_copy(loop, store, depth)
-        predicate = store.predicate
-        if predicate is not None and lane in free_vars(predicate):
-            predicate = uniform_condition(predicate, lane, width)
-            if predicate is None:
-                return False
+        uniform, predicate = _lane_uniform_predicate(store, loop)
+        if not uniform:
+            return False
         loads = []  # (load, its first element) of the loads that become vectors
         for node in walk(store.value):
             if not isinstance(node, Load) or any(node is seen for seen, _ in loads):
@@ -506,7 +500,6 @@ class KernelWriter:
         head = [f"@cuda.jit(cache={not self.simulator})", f"def {k.name}({', '.join(params)}):"]
         return "\n".join(head + self.lines) + "\n"
 
-
     def declare_dynamic_shared(self, shared: list) -> None:
         """The shared buffers as slices of the block's dynamic shared memory, each on a
         16-byte boundary: a block may have more than ``MAX_STATIC_SHARED_BYTES`` of it
@@ -522,6 +515,16 @@ class KernelWriter:
             self.emit(f"{self.name(b, b.name)} = {base}[{start}:{start + b.size}]", 1)
             offset += -(-b.size * elem // 16) * 16
         self.dynamic_shared = offset
+
+
+def _lane_uniform_predicate(store: Store, loop: For) -> tuple:
+    """``(True, the store's guard for all of the loop's lanes at once)`` (None: no guard),
+    or ``(False, None)`` when the guard differs between lanes."""
+    predicate = store.predicate
+    if predicate is None or loop.var not in free_vars(predicate):
+        return True, predicate
+    predicate = uniform_condition(predicate, loop.var, loop.extent)
+    return predicate is not None, predicate
 
 
 def shared_bytes(buffers) -> int:

@@ -381,9 +381,7 @@ class Stage:
                    for ko: sync; S = R; sync; if ko + 1 < n: R = A[ko + 1]; compute(S)
         """
         self._check_placeable()
-        if self.pipeline_stages is not None:
-            raise ScheduleError(f"{self.name} is pipelined already; double_buffer and pipeline are two ways of "
-                                "overlapping its loads, choose one")
+        self._check_not_overlapped(self.pipeline_stages is not None, "pipelined")
         self.double_buffered = True
 
     @primitive
@@ -405,10 +403,13 @@ class Stage:
         if not isinstance(stages, int) or isinstance(stages, bool) or not 2 <= stages <= 8:
             raise ScheduleError(f"pipeline of {self.name}: stages must be an integer from 2 to 8 "
                                 f"(tiles in the ring), not {stages!r}")
-        if self.double_buffered:
-            raise ScheduleError(f"{self.name} is double buffered already; double_buffer and pipeline are two "
-                                "ways of overlapping its loads, choose one")
+        self._check_not_overlapped(self.double_buffered, "double buffered")
         self.pipeline_stages = stages
+
+    def _check_not_overlapped(self, already: bool, how: str) -> None:
+        if already:
+            raise ScheduleError(f"{self.name} is {how} already; double_buffer and pipeline are two ways of "
+                                "overlapping its loads, choose one")
 
     @primitive
     def set_scope(self, scope: str):
