@@ -107,6 +107,28 @@ def test_a_fill_that_converts_cannot_be_copied():
                                    r"memory against bfloat16 in the shared tile; it copies 4-byte elements")
 
 
+def test_a_fill_that_computes_cannot_be_copied():
+    """A tile of Y = 2 A with Y inlined into the tile's fill: the fill multiplies."""
+    A = tc.placeholder((8, 8), "float32", name="A")
+    W = tc.placeholder((8, 8), "float32", name="W")
+    Y = tc.compute((8, 8), lambda i, k: A[i, k] * 2.0, name="Y")
+    k = tc.reduce_axis(8, name="k")
+    C = tc.compute((8, 8), lambda i, j: tc.sum(Y[i, k] * W[k, j], axis=k), name="C")
+    s = tc.create_schedule(C)
+    CL = s.cache_write(C, "local")
+    YS = s.cache_read(Y, "shared", [CL])
+    s[Y].compute_inline()
+    i, j = s[C].axis
+    s[C].bind(i, "threadIdx.y")
+    s[C].bind(j, "threadIdx.x")
+    s[CL].compute_at(s[C], j)
+    ko, ki = s[CL].split(s[CL].reduce_axis[0], 4)
+    s[YS].compute_at(s[CL], ko)
+    s[YS].pipeline(2)
+    _refused_by_check_and_build(s, r"pipeline of Y_shared: its fill computes .* instead of copying an element of "
+                                   r"a tensor in device memory; cp.async only copies")
+
+
 def test_tiles_of_one_loop_keep_as_many_tiles_in_flight():
     w, s, caches = _pipelined(8, 8, 12, piped=("A",), stages=3)
     s[caches["W"]].pipeline(4)
