@@ -67,6 +67,17 @@ def test_vector_fills_copy_8_or_16_bytes_at_once(rng, M, vector, copy):
     run_and_compare(s, w, rng, **matmul_tol(32))
 
 
+def test_a_boundary_tile_shifted_inwards_still_copies_16_bytes_at_once(rng):
+    """At a shape no tile divides, the last block's tile starts at ``min(i_o * 4, 18 - 4)``
+    (shifted inwards): every lane of a row shares that start, so the fill stays a 16-byte
+    cp.async (it was one 4-byte copy per element, and twice the registers, at 1000^3)."""
+    w, s, _ = _pipelined(18, 16, 32, bk=8, vector=4)
+    mod = tc.build(s)
+    assert "min(" in mod.source and "_cp_async16(A_shared, " in mod.source
+    assert "_cp_async4(A_shared, " not in mod.source
+    run_and_compare(s, w, rng, **matmul_tol(32))
+
+
 def test_one_tile_double_buffered_and_the_other_pipelined(rng):
     """The search's mixed overlap: A through registers (where a fill may transpose), W by
     cp.async; they share the loop's two barriers."""

@@ -36,6 +36,16 @@ def test_lane_form_through_the_div_mod_of_a_fused_loop():
     assert lane_form(binary("+", binary("*", col, 128), row), v, 4)[1] == 128
 
 
+def test_lane_form_sees_through_a_min_without_the_lane():
+    """A boundary tile shifted inwards starts at ``min(x * 64, 936)``: the same for every
+    lane, so a row of it is still consecutive (and aligned: 64x and 936 are multiples of 4)."""
+    start = binary("min", binary("*", x, 64), IntImm(936))
+    index = binary("+", binary("*", binary("+", start, y), 1000), binary("+", binary("*", y, 4), v))
+    base, stride = lane_form(index, v, 4)
+    assert stride == 1 and is_multiple(base, 4) and "v" not in str(base)
+    assert lane_form(binary("min", v, IntImm(3)), v, 4) is None  # the lane inside a min: no form
+
+
 def test_lane_form_refuses_lanes_that_cross_a_row():
     # rows of 6: lanes 4q..4q+3 may straddle two rows
     fused = binary("+", binary("*", x, 4), v)

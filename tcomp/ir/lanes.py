@@ -23,6 +23,7 @@ from math import gcd
 
 from .expr import And, Binary, Compare, Expr, IntImm, Var, binary, compare, logical_and
 from .simplify import simplify
+from .visitor import free_vars
 
 
 def modular_set(e: Expr) -> tuple[int, int]:
@@ -69,6 +70,8 @@ def lane_form(e: Expr, lane: Var, width: int) -> tuple[Expr, int] | None:
         return e, 0
     if not isinstance(e, Binary):
         return None
+    if lane not in free_vars(e):  # a min or max of tile bounds, say: the same for every lane
+        return e, 0
     if e.op in ("+", "-"):
         a, b = lane_form(e.a, lane, width), lane_form(e.b, lane, width)
         if a is None or b is None:

@@ -9,6 +9,10 @@
   unrolled in steps.
 - :class:`WarpTiling`: the same kernel with the block tile split over warps and each
   thread's tile strided over the warp's sub-tiles (the worklog's kernel 10).
+
+  Both may split k (``split_k`` of 2 or 4) where the output's tiles give the SMs fewer
+  than two blocks each: the product's partial sums over slices of k on ``blockIdx.z``
+  (``s.rfactor``), each slice tiled as above, then a flat kernel adding the slices.
 - :class:`SplitK`: a matrix product whose output tiles cannot fill the GPU, its k axis
   cut into slices that run on their own blocks (``s.rfactor``), then added.
 - :class:`RowReduction`: a reduction along rows that is not a matrix product (a row's
@@ -200,6 +204,49 @@ def _overlap(s, a_shared, b_shared, p) -> None:
             s[tile].pipeline(stages)
 
 
+def _tiles(M: int, N: int, p) -> int:
+    """How many BM x BN block tiles cover the M x N output."""
+    return -(-M // p["BM"]) * -(-N // p["BN"])
+
+
+def _split_k_valid(group: Group, space, p, tiles: int) -> bool:
+    """``split_k`` slices (``p["split_k"]``, 1 for none) are possible where the product is
+    the kernel's own unfused output, the slices divide k, and the output's ``tiles`` alone
+    give the SMs fewer than two blocks each (at most four slices' blocks per SM)."""
+    parts = p.get("split_k", 1)
+    if parts == 1:
+        return True
+    product = _product_stage(group)
+    if product[0] != group.anchor or group.fused:
+        return False
+    K = space.stages[product[0]].op.reduce_axis[0].extent
+    return K % parts == 0 and tiles < 2 * SplitK.SMS and tiles * parts <= 4 * SplitK.SMS
+
+
+def _tiled_stage(s, group: Group, product: str, parts: int) -> tuple:
+    """``(stage, lead, acc)``: the stage whose last two axes the rule tiles, the axes kept
+    outside its tiles (already bound) and the accumulator. With ``parts`` > 1 that stage is
+    the product's split-K partial results (``s.rfactor``, the slice on ``blockIdx.z``), and
+    the product itself adds the slices, one thread per output (:func:`_combine_slices`)."""
+    if parts == 1:
+        return s[group.anchor].op.output, (), _accumulator(s, group, product)
+    partial = s.rfactor(product, parts)
+    acc = s.cache_write(partial, "local")
+    part = s[partial].axis[0]
+    s[partial].bind(part, "blockIdx.z")
+    _combine_slices(s, product, 256)
+    return partial, (part,), acc
+
+
+def _combine_slices(s, product: str, threads: int) -> None:
+    """The split-K sum of the slices, its outputs flattened over blocks of ``threads``."""
+    combine = s[product]
+    flat = combine.fuse(*combine.axis)
+    block, thread = combine.split(flat, threads)
+    combine.bind(block, "blockIdx.x")
+    combine.bind(thread, "threadIdx.x")
+
+
 class BlockTiling(Rule):
     """Block tiles BM x BN, k steps of BK in shared memory, TM x TN outputs per thread."""
 
@@ -211,7 +258,8 @@ class BlockTiling(Rule):
     def choices(self, group, space):
         return {"BM": [16, 32, 64, 128, 256], "BN": [16, 32, 64, 128, 256], "BK": [8, 16, 32],
                 "TM": [2, 4, 8], "TN": [2, 4, 8], "transpose_a": [False, True], "vector": [1, 2, 4],
-                "double_buffer": [False, True], "pipeline": [0, 3, 4], "k_unroll": [1, 2, 4], "fragment_k": [1, 4]}
+                "double_buffer": [False, True], "pipeline": [0, 3, 4], "k_unroll": [1, 2, 4], "fragment_k": [1, 4],
+                "split_k": [1, 2, 4]}
 
     def valid(self, group, space, p):
         M, N = space.stages[group.anchor].shape
@@ -224,14 +272,14 @@ class BlockTiling(Rule):
                 and p["BK"] % (p["k_unroll"] * p.get("fragment_k", 1)) == 0
                 and (p.get("fragment_k", 1) == 1 or not p["transpose_a"]) and _overlap_valid(group, p)
                 and _shared_bytes(p["BM"], p["BN"], p["BK"], p) <= SHARED_BYTES
-                and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
+                and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N)
+                and _split_k_valid(group, space, p, _tiles(M, N, p)))
 
     def apply(self, s, group, p):
         product, a, b = _product_stage(group)
-        acc = _accumulator(s, group, product)
-        out = s[group.anchor].op.output
+        out, lead, acc = _tiled_stage(s, group, product, p.get("split_k", 1))
         a_shared, b_shared, a_frag, b_frag = _operand_caches(s, group, a, b, acc)
-        tx = _block_and_thread_tiles(s, out, (), p["BM"], p["BN"], p["TM"], p["TN"])
+        tx = _block_and_thread_tiles(s, out, lead, p["BM"], p["BN"], p["TM"], p["TN"])
         s[acc].compute_at(s[out], tx)
         _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, p["BK"], p["k_unroll"], p.get("fragment_k", 1))
         if p["transpose_a"]:
@@ -256,7 +304,7 @@ class WarpTiling(Rule):
     def choices(self, group, space):
         return {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [8, 16, 32], "WM": [32, 64, 128],
                 "WN": [32, 64, 128], "WNITER": [1, 2, 4], "TM": [4, 8], "TN": [4, 8], "k_unroll": [1, 2, 4, 8],
-                "double_buffer": [False, True], "pipeline": [0, 3, 4]}
+                "double_buffer": [False, True], "pipeline": [0, 3, 4], "split_k": [1, 2, 4]}
 
     @staticmethod
     def _layout(p) -> tuple | None:
@@ -284,16 +332,16 @@ class WarpTiling(Rule):
         return (threads <= 1024 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
                 and p["BK"] % p["k_unroll"] == 0 and _overlap_valid(group, p)
                 and _shared_bytes(p["BM"], p["BN"], p["BK"], p) <= SHARED_BYTES
-                and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N))
+                and _fits_problem(p["BM"], M) and _fits_problem(p["BN"], N)
+                and _split_k_valid(group, space, p, _tiles(M, N, p)))
 
     def apply(self, s, group, p):
         product, a, b = _product_stage(group)
         warps, wmiter = self._layout(p)
-        acc = _accumulator(s, group, product)
-        out = s[group.anchor].op.output
+        out, lead, acc = _tiled_stage(s, group, product, p.get("split_k", 1))
         a_shared, b_shared, a_frag, b_frag = _operand_caches(s, group, a, b, acc)
         wsubm, wsubn = p["WM"] // wmiter, p["WN"] // p["WNITER"]
-        i, j = s[out].axis
+        i, j = s[out].axis[-2:]
         bi, bj, ii, jj = s[out].tile(i, j, p["BM"], p["BN"])
         wi, iw = s[out].split(ii, p["WM"])
         wj, jw = s[out].split(jj, p["WN"])
@@ -301,7 +349,7 @@ class WarpTiling(Rule):
         wsj, jsub = s[out].split(jw, wsubn)
         ti, ri = s[out].split(isub, p["TM"])
         tj, rj = s[out].split(jsub, p["TN"])
-        s[out].reorder(bi, bj, wi, wj, ti, tj, wsi, wsj, ri, rj)
+        s[out].reorder(*lead, bi, bj, wi, wj, ti, tj, wsi, wsj, ri, rj)
         warp = s[out].fuse(wi, wj)
         lane = s[out].fuse(ti, tj)
         s[out].bind(bi, "blockIdx.y")
@@ -369,11 +417,7 @@ class SplitK(Rule):
         threads_y, threads_x = p["BM"] // p["TM"], p["BN"] // p["TN"]
         _cooperative_fill(s, a_shared, threads_y, threads_x, 1)  # NOTE: A's rows are K long, often short
         _cooperative_fill(s, b_shared, threads_y, threads_x, p["vector"])
-        combine = s[product]
-        flat = combine.fuse(*combine.axis)
-        block, thread = combine.split(flat, p["threads"])
-        combine.bind(block, "blockIdx.x")
-        combine.bind(thread, "threadIdx.x")
+        _combine_slices(s, product, p["threads"])
 
 
 class RowReduction(Rule):

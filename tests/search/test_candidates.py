@@ -65,7 +65,8 @@ def test_a_kernel_reading_a_warp_tiled_producer_checks_within_the_limit():
 
     out = matmul_silu_quant.algorithm(256, 256, 256)
     space = Space(out)
-    warps = dict(BK=8, BM=128, BN=128, TM=8, TN=4, WM=64, WN=64, WNITER=4, double_buffer=True, pipeline=0, k_unroll=4)
+    warps = dict(BK=8, BM=128, BN=128, TM=8, TN=4, WM=64, WN=64, WNITER=4, double_buffer=True, pipeline=0, k_unroll=4,
+                 split_k=1)
     point = Point((("C", "fused"), ("Y", "root")),
                   (("Y", "warp_tiling", tuple(sorted(warps.items()))),
                    ("Q", "flat_tiling", (("threads", 256), ("vector", 1)))))
@@ -83,7 +84,8 @@ def test_pipelined_points_with_fragments_of_four_k_match_the_reference(overlap, 
     from tcomp.codegen import program_source
     from tcomp.search.space import Point
 
-    params = dict(BK=16, BM=32, BN=32, TM=2, TN=4, transpose_a=False, vector=4, k_unroll=1, fragment_k=4, **overlap)
+    params = dict(BK=16, BM=32, BN=32, TM=2, TN=4, transpose_a=False, vector=4, k_unroll=1, fragment_k=4, split_k=1,
+                  **overlap)
     tiling = (("C", "block_tiling", tuple(sorted(params.items()))),)
     divisible = Space(sgemm_ladder.algorithm(64, 64, 48))
     source = program_source(tc.lower(divisible.schedule(Point((), tiling))), simulator=False)

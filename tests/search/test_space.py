@@ -25,14 +25,14 @@ def _params(**p):
 
 
 BLOCK_2D = dict(BM=128, BN=128, BK=8, TM=8, TN=8, transpose_a=False, vector=1, double_buffer=False, pipeline=0, k_unroll=1,
-                fragment_k=1)
+                fragment_k=1, split_k=1)
 LADDER_POINTS = {
     "blocktile_2d": ("block_tiling", BLOCK_2D),
     "vectorized": ("block_tiling", {**BLOCK_2D, "transpose_a": True, "vector": 4}),
     "double_buffered": ("block_tiling", {**BLOCK_2D, "transpose_a": True, "vector": 4, "double_buffer": True}),
     "vectorized_bk16": ("block_tiling", {**BLOCK_2D, "BK": 16, "transpose_a": True, "vector": 4}),
     "warptiled": ("warp_tiling", dict(BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, k_unroll=4,
-                                      double_buffer=True, pipeline=0)),
+                                      double_buffer=True, pipeline=0, split_k=1)),
 }
 
 
@@ -249,3 +249,46 @@ def test_an_elementwise_operand_of_a_product_can_be_computed_in_its_tile_fill(rn
     tc.build(s)(a, w, got)
     want = tc.evaluate(out, {A: a, W: w})
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-3)
+
+
+@pytest.mark.parametrize("rule, params", [
+    ("warp_tiling", dict(BK=8, BM=64, BN=64, TM=4, TN=4, WM=32, WN=32, WNITER=1, k_unroll=2,
+                         double_buffer=False, pipeline=3, split_k=2)),
+    ("block_tiling", dict(BK=8, BM=32, BN=32, TM=4, TN=4, k_unroll=1, transpose_a=False, vector=4,
+                          double_buffer=False, pipeline=0, fragment_k=4, split_k=4)),
+])
+def test_a_tiling_split_over_k_is_legal_reports_its_reassociation_and_matches(rule, params, rng):
+    """The tiling rules' ``split_k``: the k axis in slices on blockIdx.z, each slice with
+    a k tail (a slice of 36 / 2 or 40 / 4 is not a multiple of BK = 8), then added."""
+    from workloads import check_float
+
+    M, N, K = (64, 64, 36) if rule == "warp_tiling" else (40, 36, 40)
+    out = _decode_matmul(M, N, K)
+    space = Space(out)
+    (fusion,) = space.tileable_fusions()
+    (group,) = space.groups(fusion)
+    point = Point(fusion, ((group.anchor, rule, _params(**params)),))
+    assert space.contains(point)
+    s = space.schedule(point)
+    assert f"s.rfactor('C', {params['split_k']})" in s.trace_source(with_sites=False)
+    report = tc.check(s)
+    assert report.legal and [r.stage for r in report.reassociations] == ["C"]
+    a = rng.standard_normal((M, K)).astype("float32")
+    w = rng.standard_normal((K, N)).astype("float32")
+    got = np.full((M, N), np.nan, "float32")
+    tc.build(s)(a, w, got)
+    check_float(got, a.astype(np.float64) @ w, rtol=1e-4, atol=1e-4)
+
+
+def test_split_k_is_offered_only_where_the_output_tiles_leave_sms_idle():
+    big = Space(_decode_matmul(2048, 4096, 256))
+    group = big.groups(big.tileable_fusions()[0])[0]
+    rule = next(r for r in big.rules_for(group) if r.name == "warp_tiling")
+    p = dict(BK=8, BM=128, BN=128, TM=4, TN=4, WM=32, WN=64, WNITER=2, k_unroll=2, double_buffer=False,
+             pipeline=3)
+    assert rule.valid(group, big, {**p, "split_k": 1})
+    assert not rule.valid(group, big, {**p, "split_k": 2})  # 512 tiles: more than two blocks per SM
+    small = Space(_decode_matmul(1000, 1000, 1000))
+    group = small.groups(small.tileable_fusions()[0])[0]
+    assert rule.valid(group, small, {**p, "split_k": 2}) and rule.valid(group, small, {**p, "split_k": 4})
+    assert not rule.valid(group, small, {**p, "BM": 64, "split_k": 8})  # not a choice, and 128 x 8 blocks
