@@ -8,7 +8,9 @@ For each schedule of each ``examples/*.py`` file (its ``SCHEDULES`` table, else 
 no tile divides), this times what a build pays after the legality check: lowering, the
 generated source, ``numba.cuda.compile_ptx`` for sm_90a and ``ptxas -arch=sm_90a -v``.
 It prints one row per kernel with the seconds, registers, spill bytes and stack frame,
-and exits 1 if any build exceeds ``--limit`` seconds (default 5) or spills.
+and exits 1 if any build exceeds ``--limit`` seconds (default 5) or spills. A schedule that
+raises ``tc.ScheduleError`` at a shape (the tensor-core one needs K a multiple of 32) gets a
+row saying so.
 Each build runs in a fresh subprocess with an empty kernel cache, so that no build
 profits from an earlier one.
 """
@@ -31,6 +33,7 @@ def _child(path: str, name: str, shape: dict) -> None:
     """Build one schedule and print one JSON line per kernel (runs in the subprocess)."""
     sys.path.insert(0, str(ROOT))
     from tcomp.codegen.ptx import ptx_report
+    from tcomp.errors import ScheduleError
     from tcomp.codegen.ptx_examples import example_schedules
     from tcomp.lower import lower
     from tcomp.schedule import create_schedule
@@ -41,7 +44,11 @@ def _child(path: str, name: str, shape: dict) -> None:
     takes = inspect.signature(module.algorithm).parameters
     out = module.algorithm(**{k: v for k, v in shape.items() if k in takes})  # NOTE: a 2-D chain has no K
     s = create_schedule(out)
-    table[name](s, out)
+    try:
+        table[name](s, out)
+    except ScheduleError as err:  # NOTE: a schedule that does not apply at this shape says so itself
+        print(json.dumps({"refused": str(err)}))
+        return
     start = time.perf_counter()
     reports = ptx_report(lower(s))
     seconds = time.perf_counter() - start
@@ -102,6 +109,9 @@ def main(argv=None) -> int:
                     continue
                 for line in proc.stdout.splitlines():
                     row = json.loads(line)
+                    if "refused" in row:
+                        print(f"| {path.name} | {name} | {spec} | - | not at this shape: {row['refused']} | | | |")
+                        continue
                     bad = row["seconds"] > args.limit or row["spill_bytes"] > 0
                     failed |= bad
                     print(f"| {path.name} | {name} | {spec} | {row['kernel']} | {row['seconds']:.1f} | "

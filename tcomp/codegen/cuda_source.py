@@ -28,7 +28,7 @@ from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, 
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, Kernel, Program, Seq,
-                       Store)
+                       Store, WarpMma)
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from . import nvvm_unroll
 from .exact_division import correction_is_exact, reciprocal_is_exact_on
@@ -152,7 +152,8 @@ _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8
              "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu",
              "_round_clamp_int8", "_divide_round_clamp_int8",
              "VECTOR_ALIGNMENT", "UNROLL_LOOPS", "DYNAMIC_SHARED", "_cp_async4", "_cp_async8", "_cp_async16", "_cp_async_commit",
-             "_CP_ASYNC_WAIT"} | {f"_cp_async_wait_{n}" for n in range(8)}
+             "_CP_ASYNC_WAIT", "_mma_m16n8k16_bf16", "_mma_m16n8k16_f16", "_pack_bf16x2",
+             "_pack_f16x2"} | {f"_cp_async_wait_{n}" for n in range(8)}
 _RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in _NARROW_FLOATS}
 #: the numbers of lanes that ``vector_access`` provides, and the most bytes one access
 #: may move (128-bit loads and stores)
@@ -180,6 +181,7 @@ class KernelWriter:
         self.lines: list[str] = []
         self.uses_narrow = False
         self.uses_async = False  # cp.async copies, commits, waits
+        self.uses_mma = False  # warp-wide matrix instructions and their operand packing
         self.dynamic_shared = 0  # bytes of dynamic shared memory the kernel declares
         self.dynamic_bases: set = set()
         self.lane_values: dict = {}  # placeholder Var -> name of a lane of a vector load
@@ -352,8 +354,29 @@ class KernelWriter:
         elif isinstance(s, AsyncWait):
             self.uses_async = True
             self.emit(f"_cp_async_wait_{s.pending}()", depth)
+        elif isinstance(s, WarpMma):
+            self.warp_mma(s, depth)
         else:
             raise InternalError(f"cannot emit {type(s).__name__}")
+
+    def warp_mma(self, s: WarpMma, depth: int) -> None:
+        """One ``mma.sync``: this lane's operand halves packed two to a register, its four
+        accumulators in and out (``tcomp.lower.tensorize`` gives the layout)."""
+        self.uses_mma = True
+        kind = {"bfloat16": "bf16", "float16": "f16"}[s.dtype]
+        regs = []
+        for name, values in (("a", s.a_values), ("b", s.b_values)):
+            for r in range(len(values) // 2):
+                reg = self.name(object(), f"_mma_{name}{r}")
+                lo, hi = self.value(values[2 * r]), self.value(values[2 * r + 1])
+                self.emit(f"{reg} = _pack_{kind}x2({hi}, {lo})", depth)
+                regs.append(reg)
+        acc = self.name(s.acc, s.acc.name)
+        slots = [f"{acc}[{self.flat_index(s.acc, i)}]" for i in s.acc_index]
+        out = [self.name(object(), f"_mma_d{r}") for r in range(4)]
+        self.emit(f"{', '.join(out)} = _{s.intrinsic}_{kind}({', '.join(regs + slots)})", depth)
+        for slot, value in zip(slots, out):
+            self.emit(f"{slot} = {value}", depth)
 
     def loop(self, s: For, depth: int) -> None:
         var = self.name(s.var, s.var.name)
@@ -604,6 +627,8 @@ def program_source(program: Program, simulator: bool) -> str:
         parts.append(_NARROW_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_async for w in writers):
         parts.append(_ASYNC_IMPORTS.format(p="sim_" if simulator else "", P="SIM_" if simulator else ""))
+    if any(w.uses_mma for w in writers):
+        parts.append(_MMA_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_vector for w in writers):
         parts.append(_VECTOR_IMPORTS.format(prefix="sim_" if simulator else ""))
     alignment: dict = {}
@@ -623,6 +648,12 @@ from tcomp.codegen.warp_mma import (
     {p}cp_async4 as _cp_async4, {p}cp_async8 as _cp_async8, {p}cp_async16 as _cp_async16,
     {p}cp_async_commit as _cp_async_commit, {P}CP_ASYNC_WAIT as _CP_ASYNC_WAIT)
 """ + "".join(f"_cp_async_wait_{n} = _CP_ASYNC_WAIT[{n}]\n" for n in range(8))
+
+_MMA_IMPORTS = """
+from tcomp.codegen.warp_mma import (
+    {p}mma_m16n8k16_bf16 as _mma_m16n8k16_bf16, {p}mma_m16n8k16_f16 as _mma_m16n8k16_f16,
+    {p}pack_bf16x2 as _pack_bf16x2, {p}pack_f16x2 as _pack_f16x2)
+"""
 
 _VECTOR_IMPORTS = """
 from tcomp.codegen.vector_access import (

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var
-from ..ir.stmt import THREAD_TAGS, Allocate, Barrier, Buffer, For, Kernel, Seq, Store
+from ..ir.stmt import THREAD_TAGS, Allocate, Barrier, Buffer, For, Kernel, Seq, Store, WarpMma
 from ..ir.visitor import free_vars, walk
 
 #: instructions a call costs (SFU sequences, roughly)
@@ -261,6 +261,8 @@ class _KernelWalk:
             return self._index_stmt(s.body)
         if isinstance(s, Store):
             return {s.buffer}, False
+        if isinstance(s, WarpMma):
+            return {s.acc}, False
         if isinstance(s, Barrier):
             return set(), True
         return set(), False
@@ -325,12 +327,33 @@ class _KernelWalk:
             self._stmt(s.body, loops)
         elif isinstance(s, Store):
             self._store(s, loops)
+        elif isinstance(s, WarpMma):
+            self._warp_mma(s, loops)
         elif isinstance(s, Barrier):
             n = _serial_product(loops) * _unrolled_product(loops)
             self.barriers += n
             self.has_barrier = True
             self.thread_instr += n
             self.warp_instr += n * self.warps
+
+    def _warp_mma(self, s: WarpMma, loops) -> None:
+        """One mma.sync per warp: 2 * 16 * 8 * 16 matrix flops; per lane, a pack of each
+        operand register (6), the instruction and its loads of 12 operand halves."""
+        warps = self._active_threads(loops, None)
+        execs = _serial_product(loops) * _unrolled_product(loops)
+        flops = 2.0 * 16 * 8 * 16 * len(warps)
+        self.flops += execs * flops
+        self.matrix_flops += execs * flops
+        instr = len(s.a_values) // 2 + len(s.b_values) // 2 + 1
+        self.thread_instr += execs * instr
+        self.warp_instr += execs * instr * len(warps)
+        seen = set()
+        for value in s.a_values + s.b_values:
+            for ld in _loads(value):
+                key = (ld.buffer.name, str(ld.index))
+                if ld.buffer.scope != "local" and key not in seen:
+                    seen.add(key)
+                    self._access(ld.buffer, ld.index, loops, warps, is_store=False)
 
     def _store(self, s: Store, loops) -> None:
         warps = self._active_threads(loops, s.predicate)

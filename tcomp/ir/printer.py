@@ -57,7 +57,7 @@ def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str
 
 def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     """``s`` as text; ``names`` maps the variables of enclosing loops to their shown names."""
-    from .stmt import Allocate, AsyncCommit, AsyncWait, Barrier, For, Kernel, Seq, Store
+    from .stmt import Allocate, AsyncCommit, AsyncWait, Barrier, For, Kernel, Seq, Store, WarpMma
 
     names = {} if names is None else names
     pad = "  " * indent
@@ -86,6 +86,13 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
         return f"{pad}cp.async.commit_group()"
     if isinstance(s, AsyncWait):
         return f"{pad}cp.async.wait_group({s.pending})"
+    if isinstance(s, WarpMma):
+        def shown(values):
+            return ", ".join(expr_to_str(v, 0, names) for v in values)
+
+        acc = ", ".join(f"{s.acc.name}[{expr_to_str(i, 0, names)}]" for i in s.acc_index)
+        return (f"{pad}{s.intrinsic}.{s.dtype}(acc=({acc}),\n{pad}    a=({shown(s.a_values)}),\n"
+                f"{pad}    b=({shown(s.b_values)}))")
     if isinstance(s, Kernel):
         params = ", ".join(p.name for p in s.params)
         head = f"{pad}kernel {s.name}({params})  # grid={s.grid} block={s.block}"

@@ -13,6 +13,9 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
              | AsyncCommit()                     close the thread's group of cp.async copies
              | AsyncWait(pending)                wait until at most ``pending`` of the
                                                  thread's committed groups are in flight
+             | WarpMma(intrinsic, dtype, acc, acc_index, a_values, b_values)
+                                                 one warp-wide matrix instruction (every
+                                                 lane of the warp executes it)
     Buffer  := (name, dtype, shape, scope)       scope: global | shared | local
     Kernel  := (name, params, body, grid, block) one launch
     Program := (kernels, inputs, outputs, intermediates)
@@ -31,7 +34,7 @@ from .expr import Expr, Var
 
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-LOOP_KINDS = ("serial", "unroll", "vectorize") + BLOCK_TAGS + THREAD_TAGS
+LOOP_KINDS = ("serial", "unroll", "vectorize", "tensorize") + BLOCK_TAGS + THREAD_TAGS
 
 
 @dataclass(frozen=True, eq=False)
@@ -107,6 +110,23 @@ class AsyncCommit(Stmt):
 @dataclass(frozen=True, eq=False)
 class AsyncWait(Stmt):
     pending: int
+
+
+@dataclass(frozen=True, eq=False)
+class WarpMma(Stmt):
+    """``mma.sync.m16n8k16`` (``s[T].tensorize``): the 32 lanes of a warp multiply a 16x16
+    A by a 16x8 B of 16-bit floats (``dtype``) and add a 16x8 float32 accumulator. This
+    lane's share, in the instruction's fragment layouts (``tcomp.codegen.warp_mma``):
+    ``acc[acc_index[r]]`` holds accumulator register r (4 of them); ``a_values[2 * r + h]``
+    is half h of A's register r (8 values), ``b_values[2 * r + h]`` half h of B's
+    register r (4 values); each value a float32 expression exact in ``dtype``."""
+
+    intrinsic: str
+    dtype: str
+    acc: Buffer
+    acc_index: tuple
+    a_values: tuple
+    b_values: tuple
 
 
 @dataclass(frozen=True, eq=False)

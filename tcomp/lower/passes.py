@@ -9,6 +9,7 @@ from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, For, Kernel, Store
 from ..ir.visitor import free_vars, map_children, rewrite, walk
 from .partition import partition_loops
+from .tensorize import tensorize_loops
 
 
 def infer_launch(kernel: Kernel) -> Kernel:
@@ -105,4 +106,5 @@ KERNEL_PASSES = (
     ("guard_bound_loops", guard_bound_loops),
     ("partition_loops", partition_loops),
     ("simplify_indices", simplify_indices),
+    ("tensorize_loops", tensorize_loops),
 )

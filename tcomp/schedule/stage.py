@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from ..errors import ScheduleError
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..lang.tensor import IterVar
+
+#: the warp-wide instructions ``tensorize`` knows
+TENSOR_INTRINSICS = ("mma_m16n8k16",)
 from .trace import TraceEntry, user_call_site
 
 
@@ -89,6 +92,25 @@ def _show(value) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(_show(v) for v in value) + "]"
     return repr(value)
+
+
+def _not_a_16_bit_product(op) -> str:
+    """Why ``op`` is not ``sum(cast(a, float32) * cast(b, float32))`` with ``a`` and ``b``
+    of one 16-bit float type and a float32 result; "" when it is."""
+    from ..ir.expr import Binary, Cast
+
+    red = op.reduction
+    if red is None or red.combiner != "sum":
+        return "is not a sum reduction"
+    if op.output.dtype != "float32":
+        return f"accumulates in {op.output.dtype}, not float32"
+    source = red.source
+    if not (isinstance(source, Binary) and source.op == "*"):
+        return "does not reduce a product"
+    dtypes = [f.value.dtype if isinstance(f, Cast) else f.dtype for f in (source.a, source.b)]
+    if any(d not in ("bfloat16", "float16") for d in dtypes) or dtypes[0] != dtypes[1]:
+        return f"multiplies {' and '.join(dtypes)} values"
+    return ""
 
 
 class Stage:
@@ -278,6 +300,40 @@ class Stage:
         """Mark the innermost loop ``axis`` for vector code: unrolled, with contiguous
         accesses left side by side so the compiler can use 64/128-bit memory operations."""
         self._annotate(axis, "vectorize")
+
+    @primitive
+    def tensorize(self, axis, intrinsic: str):
+        """Compute the loop nest below ``axis`` (``axis`` included) with one warp-wide
+        matrix instruction. ``"mma_m16n8k16"``: ``mma.sync.m16n8k16`` with bfloat16 or
+        float16 operands and float32 accumulators.
+
+        The stage must be a sum of products of two 16-bit floats (cast to float32) into
+        float32. Lowering then checks the nest: ``axis`` is a reduction loop of 16 with
+        two loops of 2 inside it (or any order of the three), no guard, and each of the
+        32 lanes on ``threadIdx.x`` computing the accumulator elements of its place in
+        the instruction's layout, row ``8 * r_row + lane // 4`` and column
+        ``2 * (lane % 4) + r_col`` of a 16x8 tile (``r_row``, ``r_col`` the two loops of
+        2)::
+
+            rh, g = s[C].split(ii, 8); t, rl = s[C].split(jj, 2)   # a 16 x 8 warp tile
+            s[C].reorder(..., g, t, rh, rl); s[C].bind(s[C].fuse(g, t), "threadIdx.x")
+            s[CL].compute_at(s[C], lane); ko, ki = s[CL].split(k, 16)
+            s[CL].tensorize(ki, "mma_m16n8k16")
+
+        The instruction adds a k step's 16 products in its own order; ``tc.check``
+        reports the reassociation."""
+        if intrinsic not in TENSOR_INTRINSICS:
+            raise ScheduleError(f"unknown tensor intrinsic {intrinsic!r}; available: "
+                                f"{', '.join(map(repr, TENSOR_INTRINSICS))}")
+        problem = _not_a_16_bit_product(self.op)
+        if problem:
+            raise ScheduleError(f"{intrinsic} computes a float32 sum of products of two bfloat16 or float16 "
+                                f"values; {self.name} {problem}")
+        leaf = self._leaf(axis)
+        if leaf.kind != "reduce":
+            raise ScheduleError(f"tensorize takes the reduction loop of the instruction's k (16); "
+                                f"{leaf.name} is a spatial loop of {self.name}")
+        self._annotate(leaf, "tensorize")
 
     # ------------------------------------------------------------------ placement primitives
 

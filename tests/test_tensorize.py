@@ -1,0 +1,177 @@
+"""``s[T].tensorize(axis, "mma_m16n8k16")``: a warp's loop nest as one mma.sync, run in the
+simulator through the instruction's Python model (fragment layouts included), checked
+against float64, and refused with a reason where the nest is not the instruction."""
+
+import shutil
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tcomp as tc
+from workloads import json_from_a_process_without_the_simulator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import gemm_bf16  # noqa: E402
+
+_NUMPY = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
+
+
+def _product(M, N, K, dtype="bfloat16", acc="float32"):
+    A = tc.placeholder((M, K), dtype, name="A")
+    W = tc.placeholder((K, N), dtype, name="W")
+    k = tc.reduce_axis(K, name="k")
+    C = tc.compute((M, N), lambda i, j: tc.sum(tc.cast(A[i, k], acc) * tc.cast(W[k, j], acc), axis=k), name="C")
+    return C
+
+
+def _one_warp(M, N, K, dtype="bfloat16", k_step=16, lanes=("g", "t"), tile=(16, 8), tensorize=True):
+    """A warp per 16 x 8 tile of C: lane l holds rows 8r + l // 4 and columns 2(l % 4) + c."""
+    C = _product(M, N, K, dtype)
+    s = tc.create_schedule(C)
+    CL = s.cache_write(C, "local")
+    AS = s.cache_read("A", "shared", [CL])
+    WS = s.cache_read("W", "shared", [CL])
+    i, j = s[C].axis
+    bi, bj, ii, jj = s[C].tile(i, j, *tile)
+    rh, g = s[C].split(ii, 8)
+    t, rl = s[C].split(jj, 2)
+    named = {"g": g, "t": t}
+    s[C].reorder(bi, bj, named[lanes[0]], named[lanes[1]], rh, rl)
+    lane = s[C].fuse(named[lanes[0]], named[lanes[1]])
+    s[C].bind(bi, "blockIdx.y")
+    s[C].bind(bj, "blockIdx.x")
+    s[C].bind(lane, "threadIdx.x")
+    s[CL].compute_at(s[C], lane)
+    ko, ki = s[CL].split(s[CL].reduce_axis[0], k_step)
+    ci, cj = s[CL].axis
+    s[CL].reorder(ko, ki, ci, cj)
+    for cache in (AS, WS):
+        s[cache].compute_at(s[CL], ko)
+        flat = s[cache].fuse(*s[cache].axis)
+        _, th = s[cache].split(flat, 32)
+        s[cache].bind(th, "threadIdx.x")
+    if tensorize:
+        s[CL].tensorize(ki, "mma_m16n8k16")
+    return s
+
+
+def _run(s, M, N, K, dtype, rng):
+    a = rng.standard_normal((M, K)).astype(_NUMPY[dtype])
+    w = rng.standard_normal((K, N)).astype(_NUMPY[dtype])
+    got = np.full((M, N), np.nan, np.float32)
+    tc.build(s)(a, w, got)
+    want = a.astype(np.float64) @ w.astype(np.float64)
+    # exact products, a float32 sum of K of them: at most K * 2^-24 of the sum of magnitudes (twice that here)
+    scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
+    assert not np.isnan(got).any()
+    assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_one_warp_per_tile_matches_float64(dtype, rng):
+    s = _one_warp(32, 16, 48, dtype)
+    _run(s, 32, 16, 48, dtype, rng)
+
+
+def test_lower_shows_one_instruction_and_check_reports_the_reassociation():
+    s = _one_warp(16, 8, 32)
+    text = str(tc.lower(s))
+    assert text.count("mma_m16n8k16.bfloat16(") == 1 and "for k_i in range(16)" not in text
+    report = tc.check(s)
+    assert report.legal
+    (reassoc,) = report.reassociations
+    assert reassoc.stage == "C_local" and "mma.sync" in str(reassoc) and not reassoc.exact
+
+
+def test_the_trace_replays_tensorize():
+    assert "s['C_local'].tensorize(C_local_k_i, 'mma_m16n8k16')" in _one_warp(16, 8, 16).trace_source()
+
+
+def test_the_examples_warp_tiles_match_float64(rng):
+    """Four warps of 32 x 32 (2 x 4 instruction tiles each) per 64 x 64 block, k steps of 32."""
+    out = gemm_bf16.algorithm(64, 64, 64)
+    s = tc.create_schedule(out)
+    gemm_bf16.schedule(s, out)
+    assert tc.check(s).legal
+    _run(s, 64, 64, 64, "bfloat16", rng)
+
+
+def test_refuses_a_float32_product():
+    C = _product(16, 8, 16, "float32")
+    s = tc.create_schedule(C)
+    CL = s.cache_write(C, "local")
+    with pytest.raises(tc.ScheduleError, match=r"C_local multiplies float32 and float32 values"):
+        s[CL].tensorize(s[CL].reduce_axis[0], "mma_m16n8k16")
+
+
+def test_refuses_an_unknown_instruction_and_a_spatial_loop():
+    s = _one_warp(16, 8, 16, tensorize=False)
+    with pytest.raises(tc.ScheduleError, match=r"unknown tensor intrinsic 'wmma'; available: 'mma_m16n8k16'"):
+        s["C_local"].tensorize(s["C_local"].axis[0], "wmma")
+    with pytest.raises(tc.ScheduleError, match=r"i is a spatial loop of C_local"):
+        s["C_local"].tensorize(s["C_local"].axis[0], "mma_m16n8k16")
+
+
+def test_refuses_a_k_step_that_is_not_16():
+    s = _one_warp(16, 8, 32, k_step=8)
+    with pytest.raises(tc.ScheduleError, match=r"the nest's loops are 8 x 2 x 2; the instruction needs a "
+                                               r"reduction loop of 16"):
+        tc.lower(s)
+
+
+def test_refuses_half_a_warp():
+    s = _one_warp(16, 8, 16, tile=(16, 4))  # columns 2(l % 2) + c: 8 x 2 = 16 lanes
+    with pytest.raises(tc.ScheduleError, match=r"needs a whole warp, its 32 lanes on threadIdx.x; loop "
+                                               r"\w+ on threadIdx.x has 16 iterations"):
+        tc.lower(s)
+
+
+def test_refuses_a_guarded_nest():
+    s = _one_warp(16, 8, 24)  # K = 24: the second k step is cut at 8
+    with pytest.raises(tc.ScheduleError, match=r"the multiply-add is guarded"):
+        tc.lower(s)
+
+
+def test_refuses_lanes_in_another_layout():
+    """lane = 8t + g instead of 4g + t: the lanes hold the right elements of C, but not the
+    ones the instruction gives them."""
+    s = _one_warp(16, 8, 16, lanes=("t", "g"))
+    with pytest.raises(tc.ScheduleError, match=r"the lanes do not compute the instruction's layout"):
+        tc.lower(s)
+
+
+def test_the_cost_model_counts_matrix_flops():
+    s = _one_warp(64, 64, 64)
+    (kernel,) = tc.estimate(s).kernels
+    assert kernel.matrix_flops == kernel.flops == 2 * 64 * 64 * 64
+
+
+_ASSEMBLE = """
+import json, sys
+sys.path.insert(0, "examples")
+import gemm_bf16, tcomp as tc
+from tcomp.codegen.ptx import ptx_report
+from tcomp.lower import lower
+out = gemm_bf16.algorithm(256, 256, 256)
+s = tc.create_schedule(out)
+gemm_bf16.schedule(s, out)
+(r,) = ptx_report(lower(s))
+print(json.dumps(dict(spills=r.spill_stores + r.spill_loads, mma=r.ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16"))))
+"""
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs CUDA's ptxas on the PATH")
+def test_the_examples_kernel_assembles_for_sm90a_with_its_mma_instructions():
+    report = json_from_a_process_without_the_simulator(["-c", _ASSEMBLE])
+    assert report["spills"] == 0 and report["mma"] >= 8  # 4 x 4 tiles a warp, k steps of 2
+
+
+@pytest.mark.gpu
+def test_the_examples_kernel_matches_float64_on_the_gpu(rng):
+    out = gemm_bf16.algorithm(512, 384, 256)
+    s = tc.create_schedule(out)
+    gemm_bf16.schedule(s, out)
+    _run(s, 512, 384, 256, "bfloat16", rng)
