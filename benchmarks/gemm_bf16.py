@@ -4,6 +4,9 @@ torch.compile, in one run.
 
     python benchmarks/gemm_bf16.py [--shape 4096,4096,4096] [--calls 5]
 
+Besides the example's own schedule it measures a few variants of its tiling
+(``gemm_bf16.mma_warp_tiles``: block and warp tiles, k step, cp.async rings).
+
 cuBLAS (``torch.matmul`` of bf16 tensors) writes a bf16 C and tcomp a float32 one: 2 bytes
 more per output element for tcomp. tcomp's output is poisoned with NaN first and compared
 with a float64 product of the same bf16 inputs, within the bound of a float32 sum of K exact
@@ -20,6 +23,15 @@ sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 from timing import time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
+
+#: (label, mma_warp_tiles keywords): variants of the example's tiling
+VARIANTS = [
+    ("128x128 blocks, 64x32 warps, BK 32, 3-stage cp.async", dict(BM=128, BN=128, BK=32, WM=64, WN=32, stages=3)),
+    ("128x128 blocks, 64x32 warps, BK 64, 3-stage cp.async", dict(BM=128, BN=128, BK=64, WM=64, WN=32, stages=3)),
+    ("128x128 blocks, 64x64 warps, BK 32, 3-stage cp.async", dict(BM=128, BN=128, BK=32, WM=64, WN=64, stages=3)),
+    ("128x256 blocks, 64x64 warps, BK 32, 3-stage cp.async", dict(BM=128, BN=256, BK=32, WM=64, WN=64, stages=3)),
+    ("64x64 blocks, 32x32 warps, BK 32, 3-stage cp.async", dict(BM=64, BN=64, BK=32, WM=32, WN=32, stages=3)),
+]
 
 
 def main(argv=None) -> int:
@@ -40,32 +52,46 @@ def main(argv=None) -> int:
     gen = torch.Generator(device="cuda").manual_seed(0)
     a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)
     w = torch.randn(K, N, device="cuda", generator=gen).to(torch.bfloat16)
-    out = gemm_bf16.algorithm(M, N, K)
-    s = tc.create_schedule(out)
-    gemm_bf16.schedule(s, out)
-    start = time.perf_counter()
-    mod = tc.build(s)
-    built = time.perf_counter() - start
-    c = torch.full((M, N), float("nan"), dtype=torch.float32, device="cuda")
-    mod(a, w, c)
-    torch.cuda.synchronize()
     want = a.double() @ w.double()
     scale = a.double().abs() @ w.double().abs()
-    error = (c.double() - want).abs()
-    wrong = int((error > 2 * K * 2.0 ** -24 * scale).sum().item()) + int(torch.isnan(c).sum().item())
-    worst = float((error / scale.clamp_min(1e-30)).max().item())
+    bound = 2 * K * 2.0 ** -24 * scale
     flops = 2.0 * M * N * K
-    rows = [("tcomp tensorize (mma.sync m16n8k16)", time_cuda_batched(lambda: mod(a, w, c), calls=args.calls)),
-            ("cuBLAS bf16 (torch.matmul, bf16 out)", time_cuda_batched(lambda: torch.matmul(a, w), calls=args.calls))]
+
+    def tcomp_row(label, apply):
+        out = gemm_bf16.algorithm(M, N, K)
+        s = tc.create_schedule(out)
+        apply(s, out)
+        start = time.perf_counter()
+        mod = tc.build(s)
+        built = time.perf_counter() - start
+        c = torch.full((M, N), float("nan"), dtype=torch.float32, device="cuda")
+        mod(a, w, c)
+        torch.cuda.synchronize()
+        error = (c.double() - want).abs()
+        wrong = int((error > bound).sum().item()) + int(torch.isnan(c).sum().item())
+        worst = float((error / scale.clamp_min(1e-30)).max().item())
+        seconds = time_cuda_batched(lambda: mod(a, w, c), calls=args.calls)
+        return (f"tcomp {label}", seconds, f"build {built:.1f} s, {wrong} outside the bound, "
+                                           f"largest error {worst:.1e} of sum |a w|"), wrong
+
+    rows, wrong = [], 0
+    for label, apply in [("example schedule", gemm_bf16.schedule)] + [
+            (label, lambda s, out, kw=kw: gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **kw))
+            for label, kw in VARIANTS]:
+        row, bad = tcomp_row(label, apply)
+        rows.append(row)
+        wrong += bad
+        print(f"{row[0]:60s} {row[1] * 1e3:8.3f} ms  {row[2]}", flush=True)
+    cublas = time_cuda_batched(lambda: torch.matmul(a, w), calls=args.calls)
+    rows.append(("cuBLAS bf16 (torch.matmul, bf16 out)", cublas, ""))
     if not args.no_compile:
         compiled = torch.compile(lambda x, y: torch.matmul(x, y).float())
         compiled(a, w)
-        rows.append(("torch.compile (matmul, float32 out)", time_cuda_batched(lambda: compiled(a, w), calls=args.calls)))
-    print(f"shape {M}x{N}x{K}; tcomp build {built:.1f} s; elements outside the float32 bound: {wrong}; "
-          f"largest error {worst:.2e} of sum |a w| (K 2^-24 = {K * 2.0 ** -24:.2e})")
-    base = rows[1][1]
-    for name, t in rows:
-        print(f"{name:40s} {t * 1e3:8.3f} ms {flops / t / 1e12:7.1f} TFLOP/s  {base / t:6.3f}x cuBLAS", flush=True)
+        rows.append(("torch.compile (matmul, float32 out)", time_cuda_batched(lambda: compiled(a, w), calls=args.calls),
+                     ""))
+    print(f"shape {M}x{N}x{K}; the bound: 2 K 2^-24 = {2 * K * 2.0 ** -24:.1e} of sum |a w|")
+    for name, t, _ in rows:
+        print(f"{name:60s} {t * 1e3:8.3f} ms {flops / t / 1e12:7.1f} TFLOP/s  {cublas / t:6.3f}x cuBLAS", flush=True)
     return 0 if wrong == 0 else 1
 
 

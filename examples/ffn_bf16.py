@@ -2,7 +2,9 @@
 
 A and W are bfloat16, the matmul accumulates in float32, its result is rounded to
 bfloat16 (a rounding point that every schedule keeps), then SiLU and int8 quantization
-with a fixed scale. The schedule fuses everything into the matmul's output tile.
+with a fixed scale. Both schedules fuse everything into the matmul's output tile:
+``schedule`` on the tensor cores (``tensorize`` onto mma.sync, each lane's epilogue on
+its own accumulators), ``cuda_cores`` the 2D blocktiling on the CUDA cores.
 
     tcomp check examples/ffn_bf16.py
     tcomp bench examples/ffn_bf16.py          # on a GPU
@@ -14,6 +16,7 @@ from pathlib import Path
 import tcomp as tc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gemm_bf16 import mma_tiles_for, mma_warp_tiles  # noqa: E402  (blocks, warp tiles and mma.sync tiles)
 from sgemm_ladder import blocktile_2d  # noqa: E402  (the ladder's 2D blocktiling schedule)
 
 SCALE = 0.05
@@ -32,6 +35,22 @@ def algorithm(M=1024, N=12288, K=4096):
 
 
 def schedule(s, out):
+    """Q in 128 x 128 blocks of four 64 x 64 warp tiles of mma.sync tiles (k steps of 32
+    in 3-stage cp.async rings), C accumulated in each lane's registers; the bf16 rounding,
+    SiLU and quantization inlined into the epilogue each lane runs on its accumulators.
+    Smaller tiles for smaller outputs; where K is not a multiple of 16 (or the output is
+    under 32 x 32), :func:`cuda_cores`."""
+    M, N = out.shape
+    tiles = mma_tiles_for(M, N, s["C"].op.reduce_axis[0].extent)
+    if tiles is None:
+        cuda_cores(s, out)
+        return
+    s["Cb"].compute_inline()
+    s["Y"].compute_inline()
+    mma_warp_tiles(s, out, "C", "A", "W", **tiles)
+
+
+def cuda_cores(s, out):
     """Double-buffered 2D blocktiling of Q (128x128 tiles, 8x8 per thread, A transposed in
     shared memory); the bf16 rounding, SiLU and quantization are inlined into the
     epilogue that each thread runs on its own accumulators."""
@@ -42,3 +61,6 @@ def schedule(s, out):
     s["Y"].compute_inline()
     blocktile_2d(s, out, s["C"], "A", "W", BM=tile, BN=tile, BK=8, TM=thread_tile, TN=thread_tile,
                  transpose_a=True, double_buffer=True)
+
+
+SCHEDULES = {"schedule": schedule, "cuda_cores": cuda_cores}

@@ -4,8 +4,9 @@ The schedule tiles C into blocks, the blocks into warp tiles, and each warp tile
 16 x 8 tiles of ``mma.sync.m16n8k16`` (``s[T].tensorize``): every lane of a warp holds
 the four accumulators the instruction's layout gives it, and each k step of 16 is one
 instruction per 16 x 8 tile. A and W are staged through shared memory a k step of BK at a
-time. Operands reach the instruction through plain shared-memory loads packed two to a
-register (no ldmatrix, no cp.async pipeline yet).
+time, through 3-stage cp.async rings of 16-byte copies. A's operand registers are single
+32-bit shared loads (two consecutive k); B's are two 16-bit loads side by side (no
+ldmatrix yet).
 
     tcomp check examples/gemm_bf16.py
     tcomp bench examples/gemm_bf16.py          # on a GPU
@@ -26,17 +27,20 @@ def algorithm(M=4096, N=4096, K=4096):
                                                   axis=k), name="C")
 
 
-def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32):
+def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, vector=8, stages=0):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks of
     WM x WN warp tiles, each a grid of 16 x 8 ``mma_m16n8k16`` tiles: lane ``l`` of a warp
     holds rows ``8 * r + l // 4`` and columns ``2 * (l % 4) + c`` of each (r, c in 0, 1),
     accumulated in registers over k steps of 16. ``a`` and ``b`` are staged in shared
-    tiles of BM x BK and BK x BN, filled by all the block's threads."""
+    tiles of BM x BK and BK x BN, filled by all the block's threads ``vector`` elements
+    (16 bytes) at a time; with ``stages`` (3 or more) the tiles are cp.async rings of
+    that many k steps."""
     M, N = out.shape
     K = s[product].op.reduce_axis[0].extent
-    if M % MMA_M or N % MMA_N or K % BK or BK % MMA_K:
-        raise tc.ScheduleError(f"the mma tiles need M a multiple of {MMA_M}, N of {MMA_N} and K of BK = {BK} "
-                               f"(a multiple of {MMA_K}); the shape is {M} x {N} x {K}")
+    if M < BM or N < BN or K % BK or BK % MMA_K:
+        raise tc.ScheduleError(f"the mma tiles need M >= BM = {BM}, N >= BN = {BN} (a last block that does not fit "
+                               f"is shifted inwards) and K a multiple of BK = {BK}, itself a multiple of {MMA_K}; "
+                               f"the shape is {M} x {N} x {K}")
     acc = s.cache_write(product, "local") if product == out.name else s[product].op.output
     a_shared = s.cache_read(a, "shared", [acc])
     b_shared = s.cache_read(b, "shared", [acc])
@@ -72,19 +76,40 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32):
         s[cache].compute_at(s[acc], ko)
         x, y = s[cache].axis
         flat = s[cache].fuse(x, y)
+        if vector > 1:
+            flat, lanes = s[cache].split(flat, vector)
+            s[cache].vectorize(lanes)
         rest, thread = s[cache].split(flat, 32 * warps)
         ty, tx = s[cache].split(thread, 32)
         s[cache].bind(ty, "threadIdx.y")
         s[cache].bind(tx, "threadIdx.x")
         s[cache].unroll(rest)
+        if stages:
+            s[cache].pipeline(stages)
     s[acc].tensorize(ki, "mma_m16n8k16")
 
 
-def schedule(s, out):
-    """128 x 128 blocks of eight 64 x 32 warp tiles (k steps of 32); 64 x 64 blocks of
-    four 32 x 32 warp tiles where the output is smaller than 128 x 128."""
-    M, N = out.shape
+def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
+    """``mma_warp_tiles``' sizes for an M x N x K product: 128 x 128 blocks of four 64 x 64
+    warp tiles (the fastest of ``benchmarks/gemm_bf16.py``'s variants on the H200), smaller
+    ones for smaller outputs, k steps of 32 (16 where K is an odd multiple of 16) in
+    3-stage rings; None where K is not a multiple of 16 or the output is under 32 x 32."""
+    if K % MMA_K or M < 32 or N < 32:
+        return None
+    BK = 32 if K % 32 == 0 else 16
     if M >= 128 and N >= 128:
-        mma_warp_tiles(s, out, "C", "A", "W", BM=128, BN=128, BK=32, WM=64, WN=32)
-    else:
-        mma_warp_tiles(s, out, "C", "A", "W", BM=64, BN=64, BK=32, WM=32, WN=32)
+        return dict(BM=128, BN=128, BK=BK, WM=64, WN=64, stages=3)
+    if M >= 64 and N >= 64:
+        return dict(BM=64, BN=64, BK=BK, WM=32, WN=32, stages=3)
+    return dict(BM=32, BN=32, BK=BK, WM=32, WN=32, stages=3)
+
+
+def schedule(s, out):
+    """The product on the tensor cores, tile sizes from :func:`mma_tiles_for`."""
+    M, N = out.shape
+    K = s["C"].op.reduce_axis[0].extent
+    tiles = mma_tiles_for(M, N, K)
+    if tiles is None:
+        raise tc.ScheduleError(f"the mma schedule needs K a multiple of {MMA_K} and an output of at least 32 x 32; "
+                               f"the shape is {M} x {N} x {K}")
+    mma_warp_tiles(s, out, "C", "A", "W", **tiles)

@@ -9,11 +9,12 @@ results."""
 import re
 import shutil
 
+import numpy as np
 import pytest
 
 import tcomp as tc
 from test_double_buffer import _refused_by_check_and_build
-from workloads import json_from_a_process_without_the_simulator, matmul, matmul_tol, run_and_compare, tiled_matmul
+from workloads import json_from_a_process_without_the_simulator, matmul, matmul_tol, run, run_and_compare, tiled_matmul
 
 
 def _pipelined(M, N, K, bk=4, threads=(4, 4), stages=3, piped=("A", "W"), vector=1, dtype="float32"):
@@ -112,10 +113,26 @@ def test_pipeline_and_double_buffer_exclude_each_other():
         s[caches["W"]].pipeline(3)
 
 
-def test_a_fill_that_converts_cannot_be_copied():
+def test_a_two_byte_fill_must_be_vectorized():
+    """bfloat16 tiles hold their bits, so a fill copies them; but cp.async moves at least 4 bytes."""
     w, s, _ = _pipelined(8, 8, 12, dtype="bfloat16")
-    _refused_by_check_and_build(s, r"pipeline of A_shared: cp.async copies bytes, and A holds bfloat16 in device "
-                                   r"memory against bfloat16 in the shared tile; it copies 4-byte elements")
+    _refused_by_check_and_build(s, r"pipeline of A_shared: cp.async copies 4, 8 or 16 bytes; its fill copies 2 "
+                                   r"bytes at once \(1 bfloat16 lane\): vectorize the fill's innermost split")
+
+
+@pytest.mark.parametrize("vector, copy", [(2, "_cp_async4(A_shared, "), (8, "_cp_async16(A_shared, ")])
+def test_a_vectorized_bfloat16_fill_is_copied_as_bits(rng, vector, copy):
+    """A's tile (4 rows of 8 k) copied 2 or 8 bfloat16 (4 or 16 bytes) at a time. W's lanes
+    cross its 4-wide rows at 8 lanes, so W is not pipelined here."""
+    w, s, _ = _pipelined(16, 16, 32, bk=8, vector=vector, dtype="bfloat16", piped=("A",))
+    mod = tc.build(s)
+    assert copy in mod.source and "cuda.shared.array(96, uint16" in mod.source  # 3 tiles of 4 x 8, as bits
+    _, plain, _ = _pipelined(16, 16, 32, bk=8, vector=vector, dtype="bfloat16", piped=())
+    xs = w.make_inputs(rng)
+    # the same sums in the same order (a bfloat16 C rounds at every step): the same bits
+    got, want = run(s, xs), run(plain, xs)
+    assert np.isfinite(np.asarray(got, dtype=np.float64)).all()
+    np.testing.assert_array_equal(got, want)
 
 
 def test_a_fill_that_computes_cannot_be_copied():

@@ -24,7 +24,7 @@ import numpy as np
 
 from ..dtypes import is_float
 from ..errors import CodegenError, InternalError
-from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var
+from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var, binary
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, Kernel, Program, Seq,
@@ -40,7 +40,6 @@ REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float3
 STORAGE_TYPE = {"float32": "float32", "bfloat16": "uint16", "float16": "uint16",
                 "float8_e4m3": "uint8", "int8": "int8", "int32": "int32"}
 _NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3")
-_REGISTER_BYTES = {"float32": 4, "int32": 4, "int8": 1}
 #: shared memory a kernel may declare statically; above it, the kernel's shared buffers
 #: are slices of dynamic shared memory (up to the GPU's per-block limit)
 MAX_STATIC_SHARED_BYTES = 48 * 1024
@@ -153,7 +152,7 @@ _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8
              "_round_clamp_int8", "_divide_round_clamp_int8",
              "VECTOR_ALIGNMENT", "UNROLL_LOOPS", "DYNAMIC_SHARED", "_cp_async4", "_cp_async8", "_cp_async16", "_cp_async_commit",
              "_CP_ASYNC_WAIT", "_mma_m16n8k16_bf16", "_mma_m16n8k16_f16", "_pack_bf16x2",
-             "_pack_f16x2"} | {f"_cp_async_wait_{n}" for n in range(8)}
+             "_pack_f16x2", "_load_pair"} | {f"_cp_async_wait_{n}" for n in range(8)}
 _RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in _NARROW_FLOATS}
 #: the numbers of lanes that ``vector_access`` provides, and the most bytes one access
 #: may move (128-bit loads and stores)
@@ -162,15 +161,26 @@ _RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtyp
 VECTOR_WIDTHS = (2, 4, 8, 16)
 VECTOR_BYTES = 16
 _RESERVED |= {f"_{verb}{width}" for verb in ("load", "store") for width in VECTOR_WIDTHS}
-#: bytes of one element of a buffer in memory, by dtype: in global memory 16/8-bit
-#: floats are their bit patterns, in shared memory and registers float32
+#: bytes of one element of a buffer in memory, by dtype: in global and shared memory
+#: 16/8-bit floats are their bit patterns, in registers float32
 _GLOBAL_BYTES = {"float32": 4, "int32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3": 1, "int8": 1}
 _ON_CHIP_BYTES = {"float32": 4, "int32": 4, "bfloat16": 4, "float16": 4, "float8_e4m3": 4, "int8": 1}
 
 
+def stored_as_bits(buf) -> bool:
+    """Does ``buf`` hold a 16/8-bit float as its bit pattern (global and shared memory),
+    rather than as a float32 (registers)?"""
+    return buf.dtype in _NARROW_FLOATS and buf.scope in ("global", "shared")
+
+
+def storage_type(buf) -> str:
+    """The Numba type of ``buf``'s elements where it lives."""
+    return STORAGE_TYPE[buf.dtype] if stored_as_bits(buf) else REGISTER_TYPE[buf.dtype]
+
+
 def element_bytes(buf) -> int:
     """Bytes of one element of ``buf`` where it lives."""
-    return (_GLOBAL_BYTES if buf.scope == "global" else _ON_CHIP_BYTES)[buf.dtype]
+    return (_GLOBAL_BYTES if buf.scope == "global" or stored_as_bits(buf) else _ON_CHIP_BYTES)[buf.dtype]
 
 
 class KernelWriter:
@@ -247,10 +257,15 @@ class KernelWriter:
         buf = e.buffer
         return self.register_value(buf, f"{self.name(buf, buf.name)}[{self.flat_index(buf, e.index)}]")
 
+    def load_bits(self, e: Load) -> str:
+        """The stored bits of element ``e`` (a copy between two buffers that both hold bits)."""
+        return f"{self.name(e.buffer, e.buffer.name)}[{self.flat_index(e.buffer, e.index)}]"
+
     def register_value(self, buf, stored: str) -> str:
         """An element of ``buf`` as read from memory (``stored``), in its register type:
-        a 16/8-bit float in global memory arrives as its bits (``_load_bfloat16`` etc.)."""
-        if buf.scope == "global" and buf.dtype in _NARROW_FLOATS:
+        a 16/8-bit float in global or shared memory arrives as its bits (``_load_bfloat16``
+        etc.)."""
+        if stored_as_bits(buf):
             self.uses_narrow = True
             return f"_load_{buf.dtype}({stored})"
         return stored
@@ -368,8 +383,7 @@ class KernelWriter:
         for name, values in (("a", s.a_values), ("b", s.b_values)):
             for r in range(len(values) // 2):
                 reg = self.name(object(), f"_mma_{name}{r}")
-                lo, hi = self.value(values[2 * r]), self.value(values[2 * r + 1])
-                self.emit(f"{reg} = _pack_{kind}x2({hi}, {lo})", depth)
+                self.emit(f"{reg} = {self.operand_register(values[2 * r], values[2 * r + 1], s.dtype, kind)}", depth)
                 regs.append(reg)
         acc = self.name(s.acc, s.acc.name)
         slots = [f"{acc}[{self.flat_index(s.acc, i)}]" for i in s.acc_index]
@@ -377,6 +391,20 @@ class KernelWriter:
         self.emit(f"{', '.join(out)} = _{s.intrinsic}_{kind}({', '.join(regs + slots)})", depth)
         for slot, value in zip(slots, out):
             self.emit(f"{slot} = {value}", depth)
+
+    def operand_register(self, lo: Expr, hi: Expr, dtype: str, kind: str) -> str:
+        """One 32-bit operand register of two 16-bit values (``lo`` in the low half): a
+        single load where both are consecutive elements of a buffer of their bits, the two
+        bit patterns side by side where they are elements of such buffers, else the two
+        float32 values rounded and packed (``cvt.rn``; exact for values of ``dtype``)."""
+        loads = [e.value if isinstance(e, Cast) and e.dtype == "float32" else e for e in (lo, hi)]
+        if all(isinstance(e, Load) and e.dtype == dtype and stored_as_bits(e.buffer) for e in loads):
+            low, high = loads
+            if low.buffer is high.buffer and is_multiple(low.index, 2) and \
+                    str(simplify(binary("-", high.index, low.index))) == "1":
+                return f"_load_pair({self.name(low.buffer, low.buffer.name)}, {self.flat_index(low.buffer, low.index)})"
+            return f"((uint32({self.load_bits(high)}) << uint32(16)) | uint32({self.load_bits(low)}))"
+        return f"_pack_{kind}x2({self.value(hi)}, {self.value(lo)})"
 
     def loop(self, s: For, depth: int) -> None:
         var = self.name(s.var, s.var.name)
@@ -393,9 +421,9 @@ class KernelWriter:
     def store(self, s: Store, depth: int) -> None:
         buf = s.buffer
         if s.asynchronous:
-            line = self.async_copy(4, buf, s.index, s.value.buffer, s.value.index)
+            line = self.async_copy(element_bytes(buf), buf, s.index, s.value.buffer, s.value.index)
         else:
-            value = self.storage_value(buf, self.value(s.value))
+            value = self.load_bits(s.value) if _bit_copy(s) else self.storage_value(buf, self.value(s.value))
             line = f"{self.name(buf, buf.name)}[{self.flat_index(buf, s.index)}] = {value}"
         if s.predicate is not None:
             self.emit(f"if {self.cond(s.predicate)}:", depth)
@@ -406,16 +434,19 @@ class KernelWriter:
     def async_copy(self, nbytes: int, dst, dst_index: Expr, src, src_index: Expr) -> str:
         """A cp.async of ``nbytes`` from element ``src_index`` of global ``src`` to element
         ``dst_index`` of shared ``dst``."""
+        if nbytes not in (4, 8, 16):
+            raise CodegenError(f"cp.async into {dst.name} would copy {nbytes} bytes; it copies 4, 8 or 16: the "
+                               f"lanes of its fill are not consecutive on both sides, so they cannot move together")
         self.uses_async = True
         return (f"_cp_async{nbytes}({self.name(dst, dst.name)}, {self.flat_index(dst, dst_index)}, "
                 f"{self.name(src, src.name)}, {self.flat_index(src, src_index)})")
 
     def async_vector_copy(self, loop: For, store: Store, depth: int) -> bool:
-        """One 8- or 16-byte cp.async for the lanes of ``loop`` where they are consecutive
+        """One 4-, 8- or 16-byte cp.async for the lanes of ``loop`` where they are consecutive
         and aligned on both sides; False (nothing emitted) elsewhere."""
         nbytes = element_bytes(store.buffer) * loop.extent
         uniform, predicate = _lane_uniform_predicate(store, loop)
-        if not uniform or nbytes not in (8, 16):
+        if not uniform or nbytes not in (4, 8, 16):
             return False
         dst_base = self._vector_base(store.buffer, store.index, loop)
         src_base = self._vector_base(store.value.buffer, store.value.index, loop)
@@ -428,9 +459,9 @@ class KernelWriter:
         return True
 
     def storage_value(self, buf, value: str) -> str:
-        """``value`` as ``buf`` stores it: a 16/8-bit float in global memory travels as
-        its bits (``_store_bfloat16`` etc.)."""
-        if buf.scope == "global" and buf.dtype in _NARROW_FLOATS:
+        """``value`` as ``buf`` stores it: a 16/8-bit float in global or shared memory
+        travels as its bits (``_store_bfloat16`` etc.)."""
+        if stored_as_bits(buf):
             self.uses_narrow = True
             return f"_store_{buf.dtype}({value})"
         return value
@@ -470,12 +501,15 @@ class KernelWriter:
                       f"{self.flat_index(load.buffer, base)})", depth)
             lane_vars[load] = [Var(n, load.dtype) for n in names]
             self.lane_values.update({v: self.register_value(load.buffer, v.name) for v in lane_vars[load]})
-        values = []
-        for n in range(width):
-            value = rewrite(store.value, lambda e: lane_vars[e][n] if e in lane_vars else None)
-            values.append(self.value(_fold_indices(substitute(value, {lane: IntImm(n)}))))
         buf = self.name(store.buffer, store.buffer.name)
-        stored = [self.storage_value(store.buffer, v) for v in values]
+        if _bit_copy(store) and store.value in lane_vars:  # the loaded bits, stored as they are
+            stored = [v.name for v in lane_vars[store.value]]
+        else:
+            values = []
+            for n in range(width):
+                value = rewrite(store.value, lambda e: lane_vars[e][n] if e in lane_vars else None)
+                values.append(self.value(_fold_indices(substitute(value, {lane: IntImm(n)}))))
+            stored = [self.storage_value(store.buffer, v) for v in values]
         if store_base is not None:
             self.emit(f"_store{width}({buf}, {self.flat_index(store.buffer, store_base)}, ({', '.join(stored)}))",
                       depth)
@@ -516,7 +550,7 @@ class KernelWriter:
                 continue
             kind = "shared" if b.scope == "shared" else "local"
             align = ", alignment=16" if b.scope == "shared" and not self.simulator else ""
-            self.emit(f"{self.name(b, b.name)} = cuda.{kind}.array({b.size}, {REGISTER_TYPE[b.dtype]}{align})", 1)
+            self.emit(f"{self.name(b, b.name)} = cuda.{kind}.array({b.size}, {storage_type(b)}{align})", 1)
         self.stmt(k.body, 1)
         if len(self.lines) == body_lines_start:
             self.emit("pass", 1)
@@ -529,15 +563,22 @@ class KernelWriter:
         (the module sets the function's limit and passes the size at every launch)."""
         offset = 0
         for b in shared:
-            elem = _REGISTER_BYTES[REGISTER_TYPE[b.dtype]]
-            base = f"_dynamic_shared_{REGISTER_TYPE[b.dtype]}"
+            elem = element_bytes(b)
+            base = f"_dynamic_shared_{storage_type(b)}"
             if base not in self.dynamic_bases:
                 self.dynamic_bases.add(base)
-                self.emit(f"{base} = cuda.shared.array(0, {REGISTER_TYPE[b.dtype]})", 1)
+                self.emit(f"{base} = cuda.shared.array(0, {storage_type(b)})", 1)
             start = offset // elem
             self.emit(f"{self.name(b, b.name)} = {base}[{start}:{start + b.size}]", 1)
             offset += -(-b.size * elem // 16) * 16
         self.dynamic_shared = offset
+
+
+def _bit_copy(store: Store) -> bool:
+    """Is ``store`` a copy of a 16/8-bit float between two buffers that hold its bits?"""
+    value = store.value
+    return (isinstance(value, Load) and value.dtype == store.buffer.dtype and stored_as_bits(store.buffer)
+            and stored_as_bits(value.buffer))
 
 
 def _lane_uniform_predicate(store: Store, loop: For) -> tuple:
@@ -551,8 +592,8 @@ def _lane_uniform_predicate(store: Store, loop: For) -> tuple:
 
 
 def shared_bytes(buffers) -> int:
-    """Bytes of shared memory a block needs for ``buffers`` (in their register types)."""
-    return sum(b.size * _REGISTER_BYTES[REGISTER_TYPE[b.dtype]] for b in buffers)
+    """Bytes of shared memory a block needs for ``buffers``."""
+    return sum(b.size * element_bytes(b) for b in buffers)
 
 
 def _clamped_within(e: Expr, lo: float, hi: float) -> bool:
@@ -652,7 +693,7 @@ from tcomp.codegen.warp_mma import (
 _MMA_IMPORTS = """
 from tcomp.codegen.warp_mma import (
     {p}mma_m16n8k16_bf16 as _mma_m16n8k16_bf16, {p}mma_m16n8k16_f16 as _mma_m16n8k16_f16,
-    {p}pack_bf16x2 as _pack_bf16x2, {p}pack_f16x2 as _pack_f16x2)
+    {p}pack_bf16x2 as _pack_bf16x2, {p}pack_f16x2 as _pack_f16x2, {p}load_pair as _load_pair)
 """
 
 _VECTOR_IMPORTS = """

@@ -12,6 +12,9 @@ are those verified on the H200 in NUMBA_CUDA.md):
     cp_async_commit()                      cp.async.commit_group
     cp_async_wait(n) (n = 0..7, a constant) cp.async.wait_group n
     pack_bf16x2(hi, lo), pack_f16x2(hi, lo) cvt.rn.{bf16x2,f16x2}.f32: two floats, one register
+    load_pair(array, index)                one 32-bit load of elements index and index + 1 of
+                                           an array of 16-bit bit patterns (index even): an
+                                           operand register as it is stored
 
 ``a*`` and ``b*`` are 32-bit registers holding two 16-bit values (the lower-numbered
 element in the low half), ``c*``/``d*`` float32; ``smem`` is a shared array of 16-bit bit
@@ -163,6 +166,22 @@ def _make_plain(text: str, name: str):
 
     plain.__name__ = name
     return intrinsic(plain)
+
+
+@intrinsic
+def load_pair(typingctx, array, index):
+    """Elements ``index`` (low half) and ``index + 1`` of a uint16 array as one uint32."""
+
+    def codegen(context, builder, signature, args):
+        ptr = _element_pointer(context, builder, signature.args[0], args[0], args[1])
+        return builder.load(builder.bitcast(ptr, _I32.as_pointer()), align=4)
+
+    return types.uint32(array, index), codegen
+
+
+def sim_load_pair(array, index):
+    """The simulator's ``load_pair``."""
+    return np.uint32(int(array[index]) | (int(array[index + 1]) << 16))
 
 
 def _make_pack(kind: str):
@@ -334,6 +353,7 @@ INSTRUCTIONS = {
     "cp_async_commit": (cp_async_commit, sim_cp_async_commit),
     **{f"cp_async_wait_{n}": (CP_ASYNC_WAIT[n], SIM_CP_ASYNC_WAIT[n]) for n in range(8)},
     "pack_bf16x2": (pack_bf16x2, sim_pack_bf16x2),
+    "load_pair": (load_pair, sim_load_pair),
     "pack_f16x2": (pack_f16x2, sim_pack_f16x2),
 }
 

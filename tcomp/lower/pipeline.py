@@ -32,7 +32,9 @@ At iteration ko the thread has committed ``n - 1 + ko`` groups, and tile ko's is
 ``ko + 1``-th: waiting until at most ``n - 2`` are in flight completes it.
 
 The fill must be a copy: one loop nest around a store of a global tensor's element,
-unchanged and of the same 4-byte storage type (cp.async moves bytes).
+unchanged and of the same storage type (cp.async moves bytes): 4-byte elements, or 2-byte
+ones (bfloat16, float16: their bits in both places) moved by a vectorized fill of 2, 4 or
+8 lanes.
 """
 
 from __future__ import annotations
@@ -46,9 +48,8 @@ from ..ir.stmt import AsyncCommit, Buffer, Stmt, Store, seq
 from ..ir.visitor import rewrite, substitute
 from .double_buffer import renest, unnest_fill
 
-#: cp.async copies 4, 8 or 16 bytes; tcomp's copies are of 4-byte elements (a
-#: vectorized fill moves 2 or 4 of them at once)
-ELEMENT_BYTES = 4
+#: cp.async copies 4, 8 or 16 bytes: one 4-byte element, or the lanes of a vectorized fill
+COPY_BYTES = (4, 8, 16)
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,16 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
         raise LoweringError(f"pipeline of {stage_name}: its fill computes {source} instead of copying an element "
                             "of a tensor in device memory; cp.async only copies (compute the rest where the tile "
                             "is read, or use double_buffer)")
-    if source.buffer.dtype != tile.dtype or itemsize(source.buffer.dtype) != ELEMENT_BYTES:
+    size = itemsize(source.buffer.dtype)
+    if source.buffer.dtype != tile.dtype or size not in (2, 4):
         raise LoweringError(f"pipeline of {stage_name}: cp.async copies bytes, and {source.buffer.name} holds "
                             f"{source.buffer.dtype} in device memory against {tile.dtype} in the shared tile; it "
-                            f"copies {ELEMENT_BYTES}-byte elements of one type only (use double_buffer)")
+                            f"copies elements of one type of 4 or 2 bytes only (use double_buffer)")
+    lanes = loops[-1].extent if loops and loops[-1].kind == "vectorize" else 1
+    if lanes * size not in COPY_BYTES:
+        raise LoweringError(f"pipeline of {stage_name}: cp.async copies 4, 8 or 16 bytes; its fill copies "
+                            f"{lanes * size} bytes at once ({lanes} {tile.dtype} lane{'s' if lanes > 1 else ''}): "
+                            f"vectorize the fill's innermost split (8 lanes of a 2-byte type copy 16 bytes)")
     ring = Buffer(tile.name, tile.dtype, (stages * _size(tile),), "shared")
 
     def copy_of(iteration, slot, guard=None) -> Stmt:

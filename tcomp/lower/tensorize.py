@@ -96,9 +96,9 @@ def _warp_mma(loop: For, loops: tuple, kernel: Kernel) -> WarpMma:
         for a, b in (factors, factors[::-1]):
             if _as_a(a, lane.var, rows, cols, kk, extents) and _as_b(b, lane.var, rows, cols, kk, extents):
                 return _instruction(store, a, b, lane.var, rows, cols, kk, loop)
-    _refuse(loop, f"the lanes do not compute the instruction's layout: each of the 32 lanes l must hold rows "
-                  f"8 * r + l // 4 and columns 2 * (l % 4) + c of a 16 x 8 tile (r and c the two loops of 2), "
-                  f"with A's operand independent of l % 4 and B's of l // 4, both in shared or global memory")
+    _refuse(loop, "the lanes do not compute the instruction's layout: each of the 32 lanes l must hold rows "
+                  "8 * r + l // 4 and columns 2 * (l % 4) + c of a 16 x 8 tile (r and c the two loops of 2), "
+                  "with A's operand independent of l % 4 and B's of l // 4, both in shared or global memory")
 
 
 def _multiply_add(store: Store):
@@ -150,41 +150,51 @@ def _invariant(index, lane, rows, cols, kk, extents, canonical) -> bool:
     others = sorted((v for v in free_vars(index) if v not in (lane, rows, cols, kk)), key=lambda v: v.name)
     if any(v not in extents for v in others):
         return False
-    draw = random.Random(0)
-    samples = [{v: 0 for v in others}, {v: extents[v] - 1 for v in others}]
-    samples += [{v: draw.randrange(extents[v]) for v in others} for _ in range(2)]
-    try:
-        for env in samples:
-            for ln in range(32):
-                for r in range(2):
-                    for c in range(2):
-                        ln2, r2, c2 = canonical(ln, r, c)
-                        for k in range(MMA_SHAPE[2]):
-                            here = _evaluate(index, {**env, lane: ln, rows: r, cols: c, kk: k})
-                            there = _evaluate(index, {**env, lane: ln2, rows: r2, cols: c2, kk: k})
-                            if here != there:
-                                return False
-    except _NotAnIndex:
+    evaluate = _compiled(index, [lane, rows, cols, kk] + others)
+    if evaluate is None:
         return False
+    draw = random.Random(0)
+    samples = [[0] * len(others), [extents[v] - 1 for v in others]]
+    samples += [[draw.randrange(extents[v]) for v in others] for _ in range(2)]
+    for env in samples:
+        for ln in range(32):
+            for r in range(2):
+                for c in range(2):
+                    ln2, r2, c2 = canonical(ln, r, c)
+                    for k in range(MMA_SHAPE[2]):
+                        if evaluate(ln, r, c, k, *env) != evaluate(ln2, r2, c2, k, *env):
+                            return False
     return True
+
+
+_PYTHON_OPS = {"+": "+", "-": "-", "*": "*", "//": "//", "%": "%"}
+
+
+def _compiled(e, params: list):
+    """``e`` (an integer index expression) as a Python function of ``params``, or None
+    when it is not made of integer arithmetic on them."""
+    names = {v: f"v{n}" for n, v in enumerate(params)}
+
+    def text(x) -> str:
+        if isinstance(x, IntImm):
+            return str(x.value)
+        if isinstance(x, Var) and x in names:
+            return names[x]
+        if isinstance(x, Binary) and x.op in ("min", "max"):
+            return f"{x.op}({text(x.a)}, {text(x.b)})"
+        if isinstance(x, Binary) and x.op in _PYTHON_OPS:
+            return f"({text(x.a)} {_PYTHON_OPS[x.op]} {text(x.b)})"
+        raise _NotAnIndex(x)
+
+    try:
+        body = text(e)
+    except _NotAnIndex:
+        return None
+    return eval(f"lambda {', '.join(names.values())}: {body}")  # NOTE: built from IR nodes only
 
 
 class _NotAnIndex(Exception):
     pass
-
-
-_OPS = {"+": lambda a, b: a + b, "-": lambda a, b: a - b, "*": lambda a, b: a * b,
-        "//": lambda a, b: a // b, "%": lambda a, b: a % b, "min": min, "max": max}
-
-
-def _evaluate(e, env: dict) -> int:
-    if isinstance(e, IntImm):
-        return e.value
-    if isinstance(e, Var):
-        return env[e]
-    if isinstance(e, Binary) and e.op in _OPS:
-        return _OPS[e.op](_evaluate(e.a, env), _evaluate(e.b, env))
-    raise _NotAnIndex(e)
 
 
 def _instruction(store: Store, a, b, lane: Var, rows: Var, cols: Var, kk: Var, loop: For) -> WarpMma:

@@ -703,12 +703,23 @@ def examples_module(name: str):
 
 
 def legal_ffn_schedule_small():
-    """The fused bf16 FFN example (examples/ffn_bf16.py, double-buffered) on 32x32x16."""
+    """The fused bf16 FFN example (examples/ffn_bf16.py, its double-buffered CUDA-core
+    schedule) on 32x32x16."""
+    ffn = examples_module("ffn_bf16")
+    out = ffn.algorithm(32, 32, 16)
+    s = tc.create_schedule(out)
+    ffn.cuda_cores(s, out)
+    return Case(s, out, sorted(s.placeholders, key=lambda t: t.op.order))
+
+
+def legal_ffn_tensor_cores_small():
+    """The same on the tensor cores (its ``schedule``: one warp of 2 x 4 mma tiles, k steps
+    of 16): the instruction's sums are a reassociation."""
     ffn = examples_module("ffn_bf16")
     out = ffn.algorithm(32, 32, 16)
     s = tc.create_schedule(out)
     ffn.schedule(s, out)
-    return Case(s, out, sorted(s.placeholders, key=lambda t: t.op.order))
+    return Case(s, out, sorted(s.placeholders, key=lambda t: t.op.order), reassociates=True)
 
 
 LEGAL = (
@@ -728,7 +739,7 @@ LEGAL = (
        ("reduction_loop_outermost", legal_reduction_loop_outermost),
        ("shared_refilled_in_a_one_iteration_loop", legal_shared_refilled_in_a_one_iteration_loop)]
     + [(f"shared_refilled_per_row_at_{lv}", lambda lv=lv: legal_shared_refilled_per_row(lv)) for lv in ("i_o", "i_i")]
-    + [("ffn_schedule_small", legal_ffn_schedule_small)]
+    + [("ffn_schedule_small", legal_ffn_schedule_small), ("ffn_tensor_cores_small", legal_ffn_tensor_cores_small)]
     + [(f"bf16_{p}", lambda p=p: legal_bf16_epilogue(p))
        for p in ("all_root", "epilogue_at_i", "epilogue_at_j", "matmul_at_i", "matmul_at_j", "cast_kept")]
 )
