@@ -7,8 +7,8 @@ device copy of the same bytes), all in one run.
 
 Cases: sgemm4096, sgemm2048x8192x1024, sgemm1000 (fp32 matmul), fused4096 (matmul + SiLU
 + int8, fp32), chain8192 (SiLU, multiply, int8 quantize in bf16 at 8192x8192), ffn1024 (the
-bf16 FFN projection of examples/ffn_bf16.py at 1024x12288x4096, on the CUDA cores: the
-space has no tensor-core rule yet). Writes
+bf16 FFN projection of examples/ffn_bf16.py at 1024x12288x4096), gemm4096 (the bf16 matmul
+of examples/gemm_bf16.py). Writes
 OUT/autoschedule_CASE.json (every record, the comparison) and OUT/schedules/NAME.py.
 """
 
@@ -36,7 +36,8 @@ CASES = {
                   ["vectorized", "double_buffered", "warptiled"], "sgemm_1000"),
     "fused4096": ("matmul_silu_quant.py", dict(M=4096, N=4096, K=4096), ["schedule"], "matmul_silu_quant_4096"),
     "chain8192": ("silu_mul_quant.py", dict(M=8192, N=8192), ["schedule"], "silu_mul_quant_8192"),
-    "ffn1024": ("ffn_bf16.py", dict(M=1024, N=12288, K=4096), ["schedule"], "ffn_bf16_1024x12288x4096"),
+    "ffn1024": ("ffn_bf16.py", dict(M=1024, N=12288, K=4096), ["schedule", "cuda_cores"], "ffn_bf16_1024x12288x4096"),
+    "gemm4096": ("gemm_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule"], "gemm_bf16_4096"),
 }
 
 TRITON_CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): common fp32 choices
@@ -138,6 +139,9 @@ def _baselines(case, bench, ref_path):
                 y = torch.nn.functional.silu(torch.matmul(a, b))
                 return torch.clamp(torch.round(y / 0.05), -128, 127).to(torch.int8)
             out["PyTorch eager fp32"] = _time_torch(eager)
+    elif case.startswith("gemm"):
+        a, w = inputs
+        out["cuBLAS bf16 (torch.matmul, bf16 out)"] = _time_torch(lambda: torch.matmul(a, w))
     elif case.startswith("ffn"):
         a, w = inputs
         out["cuBLAS bf16 matmul alone (torch.matmul)"] = _time_torch(lambda: torch.matmul(a, w))

@@ -13,6 +13,8 @@
   Both may split k (``split_k`` of 2 or 4) where the output's tiles give the SMs fewer
   than two blocks each: the product's partial sums over slices of k on ``blockIdx.z``
   (``s.rfactor``), each slice tiled as above, then a flat kernel adding the slices.
+- :class:`MmaTiling`: a product of 16-bit floats on the tensor cores: block tiles of warp
+  tiles of ``mma.sync`` tiles (``tensorize``), k steps in cp.async rings.
 - :class:`SplitK`: a matrix product whose output tiles cannot fill the GPU, its k axis
   cut into slices that run on their own blocks (``s.rfactor``), then added.
 - :class:`RowReduction`: a reduction along rows that is not a matrix product (a row's
@@ -27,12 +29,15 @@ trace it leaves in a saved schedule.
 
 from __future__ import annotations
 
+from ..errors import ScheduleError
 from ..ir.expr import Binary, Cast
 from ..lang.tensor import Reduce, TensorRead
 from .space import Group, Rule, register_rule
 
 #: bytes of fp32 shared memory a block may hold (above 48 KB, dynamic shared memory)
 SHARED_BYTES = 227 * 1024
+#: the tile of ``mma.sync.m16n8k16``: rows, columns, k
+MMA_M, MMA_N, MMA_K = 16, 8, 16
 
 
 def matrix_product_operands(op) -> tuple | None:
@@ -367,6 +372,110 @@ class WarpTiling(Rule):
         _overlap(s, a_shared, b_shared, p)
 
 
+def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, vector=8, stages=0):
+    """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks of
+    WM x WN warp tiles, each a grid of 16 x 8 ``mma_m16n8k16`` tiles: lane ``l`` of a warp
+    holds rows ``8 * r + l // 4`` and columns ``2 * (l % 4) + c`` of each (r, c in 0, 1),
+    accumulated in registers over k steps of 16. ``a`` and ``b`` are staged in shared
+    tiles of BM x BK and BK x BN, filled by all the block's threads ``vector`` elements
+    (16 bytes) at a time; with ``stages`` (3 or more) the tiles are cp.async rings of
+    that many k steps."""
+    M, N = out.shape
+    K = s[product].op.reduce_axis[0].extent
+    if M < BM or N < BN or K % BK or BK % MMA_K:
+        raise ScheduleError(f"the mma tiles need M >= BM = {BM}, N >= BN = {BN} (a last block that does not fit "
+                               f"is shifted inwards) and K a multiple of BK = {BK}, itself a multiple of {MMA_K}; "
+                               f"the shape is {M} x {N} x {K}")
+    acc = s.cache_write(product, "local") if product == out.name else s[product].op.output
+    a_shared = s.cache_read(a, "shared", [acc])
+    b_shared = s.cache_read(b, "shared", [acc])
+    i, j = s[out].axis
+    bi, bj, ii, jj = s[out].tile(i, j, BM, BN)
+    wi, ii = s[out].split(ii, WM)
+    wj, jj = s[out].split(jj, WN)
+    mi, ii = s[out].split(ii, MMA_M)
+    nj, jj = s[out].split(jj, MMA_N)
+    row_half, group = s[out].split(ii, 8)
+    t, col_half = s[out].split(jj, 2)
+    s[out].reorder(bi, bj, wi, wj, group, t, mi, nj, row_half, col_half)
+    warp = s[out].fuse(wi, wj)
+    lane = s[out].fuse(group, t)
+    s[out].bind(bi, "blockIdx.y")
+    s[out].bind(bj, "blockIdx.x")
+    s[out].bind(warp, "threadIdx.y")
+    s[out].bind(lane, "threadIdx.x")
+    for ax in (mi, nj, row_half, col_half):
+        s[out].unroll(ax)
+    s[acc].compute_at(s[out], lane)
+    (k,) = s[acc].reduce_axis
+    ko, ki = s[acc].split(k, BK)
+    kt, ki = s[acc].split(ki, MMA_K)
+    ci, cj = s[acc].axis
+    tile_i, reg_i = s[acc].split(ci, 2)
+    tile_j, reg_j = s[acc].split(cj, 2)
+    s[acc].reorder(ko, kt, tile_i, tile_j, ki, reg_i, reg_j)
+    for ax in (kt, tile_i, tile_j, reg_i, reg_j):
+        s[acc].unroll(ax)
+    warps = (BM // WM) * (BN // WN)
+    for cache in (a_shared, b_shared):
+        s[cache].compute_at(s[acc], ko)
+        x, y = s[cache].axis
+        flat = s[cache].fuse(x, y)
+        if vector > 1:
+            flat, lanes = s[cache].split(flat, vector)
+            s[cache].vectorize(lanes)
+        rest, thread = s[cache].split(flat, 32 * warps)
+        ty, tx = s[cache].split(thread, 32)
+        s[cache].bind(ty, "threadIdx.y")
+        s[cache].bind(tx, "threadIdx.x")
+        s[cache].unroll(rest)
+        if stages:
+            s[cache].pipeline(stages)
+    s[acc].tensorize(ki, "mma_m16n8k16")
+
+
+
+class MmaTiling(Rule):
+    """A product of 16-bit floats into float32 on the tensor cores: BM x BN blocks of
+    WM x WN warp tiles of ``mma.sync.m16n8k16`` tiles (:func:`mma_warp_tiles`), k steps
+    of BK staged in shared memory (cp.async rings of ``stages`` tiles, or one tile)."""
+
+    name = "mma_tiling"
+
+    def applies(self, group, space):
+        product = _product_stage(group)
+        return product is not None and _operands_of_16_bits(group, product[0])
+
+    def choices(self, group, space):
+        return {"BM": [64, 128], "BN": [64, 128, 256], "BK": [16, 32], "WM": [32, 64], "WN": [32, 64],
+                "stages": [0, 3]}
+
+    def valid(self, group, space, p):
+        M, N = space.stages[group.anchor].shape
+        K = space.stages[_product_stage(group)[0]].op.reduce_axis[0].extent
+        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or K % p["BK"] or M < p["BM"] or N < p["BN"]:
+            return False
+        threads = 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+        per_fill = 8 * threads  # 16-byte vectors of eight 16-bit values
+        tiles = max(1, p["stages"])
+        return (threads <= 512 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BK"] * p["BN"]) % per_fill == 0
+                and (p["BM"] + p["BN"]) * p["BK"] * 2 * tiles <= SHARED_BYTES
+                and (not p["stages"] or not group.staged))
+
+    def apply(self, s, group, p):
+        product, a, b = _product_stage(group)
+        mma_warp_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
+                       WM=p["WM"], WN=p["WN"], stages=p["stages"])
+
+
+def _operands_of_16_bits(group: Group, product: str) -> bool:
+    """Is the product a float32 sum of products of two bfloat16 (or two float16) values?"""
+    op = group.stages[product].op
+    source = op.body.source
+    dtypes = [f.value.dtype if isinstance(f, Cast) else f.dtype for f in (source.a, source.b)]
+    return op.output.dtype == "float32" and dtypes[0] == dtypes[1] and dtypes[0] in ("bfloat16", "float16")
+
+
 class SplitK(Rule):
     """Split-K for a matrix product whose output tiles alone leave most of the GPU idle (a
     decode-size M): ``s.rfactor`` cuts the k axis into ``parts`` slices, each slice a
@@ -492,8 +601,10 @@ class FlatTiling(Rule):
 BLOCK_TILING = register_rule(BlockTiling())
 WARP_TILING = register_rule(WarpTiling())
 SPLIT_K = register_rule(SplitK())
+MMA_TILING = register_rule(MmaTiling())
 ROW_REDUCTION = register_rule(RowReduction())
 FLAT_TILING = register_rule(FlatTiling())
 
-__all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "ROW_REDUCTION", "RowReduction", "SPLIT_K",
-           "SplitK", "WARP_TILING", "WarpTiling", "matrix_product_operands"]
+__all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_TILING", "MmaTiling", "ROW_REDUCTION",
+           "RowReduction", "SPLIT_K", "SplitK", "WARP_TILING", "WarpTiling", "matrix_product_operands",
+           "mma_warp_tiles"]

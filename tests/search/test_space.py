@@ -292,3 +292,40 @@ def test_split_k_is_offered_only_where_the_output_tiles_leave_sms_idle():
     group = small.groups(small.tileable_fusions()[0])[0]
     assert rule.valid(group, small, {**p, "split_k": 2}) and rule.valid(group, small, {**p, "split_k": 4})
     assert not rule.valid(group, small, {**p, "BM": 64, "split_k": 8})  # not a choice, and 128 x 8 blocks
+
+
+def test_the_tensor_core_rule_joins_the_space_of_16_bit_products_only():
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import gemm_bf16
+
+    for out, offered in ((gemm_bf16.algorithm(128, 128, 64), True), (ffn_bf16.algorithm(128, 128, 64), True),
+                         (sgemm_ladder.algorithm(128, 128, 64), False)):
+        space = Space(out)
+        groups = [g for f in space.tileable_fusions() for g in space.groups(f) if g.reductions]
+        assert any(("mma_tiling" in [r.name for r in space.rules_for(g)]) for g in groups) == offered
+
+
+def test_a_tensor_core_point_is_legal_and_matches(rng):
+    """The search's mma_tiling at 64 x 64 x 64: four warps of 32 x 32, 3-stage rings."""
+    import ml_dtypes
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import gemm_bf16
+
+    out = gemm_bf16.algorithm(64, 64, 64)
+    space = Space(out)
+    (fusion,) = space.tileable_fusions()
+    (group,) = space.groups(fusion)
+    point = Point(fusion, ((group.anchor, "mma_tiling", _params(BM=64, BN=64, BK=32, WM=32, WN=32, stages=3)),))
+    assert space.contains(point)
+    s = space.schedule(point)
+    assert "tensorize(" in s.trace_source(with_sites=False)
+    report = tc.check(s)
+    assert report.legal and [r.stage for r in report.reassociations] == ["C_local"]
+    a = rng.standard_normal((64, 64)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((64, 64)).astype(ml_dtypes.bfloat16)
+    got = np.full((64, 64), np.nan, "float32")
+    tc.build(s)(a, w, got)
+    want = a.astype(np.float64) @ w.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
+    assert np.all(np.abs(got - want) <= 2 * 64 * 2.0 ** -24 * scale)
