@@ -181,7 +181,7 @@ _TAGS = _THREAD + _BLOCK + ("threadIdx.z", "blockIdx.z")
 _LOOP_STEPS = ("split", "tile", "reorder", "fuse")
 _ANY_STEPS = ("split", "tile", "reorder", "fuse", "bind", "unroll", "vectorize", "compute_at",
               "reverse_compute_at", "compute_inline", "compute_root", "set_scope", "storage_order", "storage_pad",
-              "double_buffer", "pipeline", "cache_read", "cache_write", "rfactor")
+              "double_buffer", "pipeline", "tensorize", "cache_read", "cache_write", "rfactor")
 
 
 class ScheduleDrawer:
@@ -449,6 +449,17 @@ class ScheduleDrawer:
         if stage is not None:
             self.call(stage, "pipeline", self.pick((2, 3, 4), (1, 2, 3, 4, 8, 9), "stages"))
 
+    def step_tensorize(self, stage=None):
+        """``tensorize`` of a reduction loop: lowering refuses almost every drawn nest
+        (the warp's layout is exact), so this mostly checks that it refuses cleanly."""
+        stage = stage or self.pick([x for x in self.stages() if x.op.reduction is not None], self.stages(), "stage")
+        if stage is None:
+            return
+        reduce_loops = [v for v in self.free_loops(stage) if v.kind == "reduce"]
+        ax = self.pick(reduce_loops, stage.leaf_vars, "axis")
+        if ax is not None:
+            self.call(stage, "tensorize", ax, self.pick(("mma_m16n8k16",), ("mma_m16n8k16", "wmma"), "intrinsic"))
+
     def step_cache_read(self):
         outs = set(self.s.outputs)
         tensors = list(self.s.placeholders) + [x.tensor for x in self.s.stages if x.tensor not in outs]
@@ -530,7 +541,8 @@ class ScheduleDrawer:
             self.step_any(self.draw(st.sampled_from(_LOOP_STEPS + ("bind", "bind")), "inner step"))
         for _ in range(self.count(2, "annotations")):
             self.step_any(self.draw(st.sampled_from(("unroll", "vectorize", "set_scope", "storage_order",
-                                                     "storage_pad", "double_buffer", "pipeline", "compute_root")),
+                                                     "storage_pad", "double_buffer", "pipeline", "tensorize",
+                                                     "compute_root")),
                                     "annotation"))
 
 
