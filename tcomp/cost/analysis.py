@@ -539,7 +539,7 @@ class _Rounds:
 
     sync: float = 0.0  # the thread waits for these before it can go on
     prefetch: float = 0.0  # loads into registers whose values are only used later
-    in_flight: float = 0.0  # loads in flight together in the largest round
+    in_flight: float = 0.0  # loaded values a thread holds in registers together in the largest round
 
 
 def _is_prefetch(s: Store) -> bool:
@@ -626,9 +626,11 @@ class _RoundCounter:
                 key = id(target) if target is not None else None
                 h = self.hoisted.setdefault(key, _Rounds())
                 h.sync = 1.0
-                h.in_flight += copies
+                h.in_flight += 0.0 if s.asynchronous else copies
         if not here:
             return _Rounds()
+        if s.asynchronous:  # cp.async: global to shared, waited for later, through no register
+            return _Rounds(0.0, 1.0, 0.0)
         if _is_prefetch(s):
             return _Rounds(0.0, 1.0, here)
         return _Rounds(1.0, 0.0, here)
