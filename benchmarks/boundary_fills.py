@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "examples"))
@@ -44,39 +43,10 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="1000,1000,1000", help="M,N,K")
     args = parser.parse_args(argv)
-    import sgemm_ladder
-    import tcomp as tc
-    from autoschedule import _baselines  # benchmarks/autoschedule.py
-    from tcomp.search.measure import measure_batch, prepare_bench
-    from tcomp.search.space import Point, Space
+    from matmul_points import measure_points  # benchmarks/matmul_points.py
 
     M, N, K = (int(v) for v in args.shape.split(","))
-    out = sgemm_ladder.algorithm(M=M, N=N, K=K)
-    space = Space(out)
-    (fusion,) = space.tileable_fusions()
-    (group,) = space.groups(fusion)
-    rules = {rule.name: rule for rule in space.rules_for(group)}
-    labels, sources, predicted = [], [], []
-    for rule, p in POINTS:
-        described = f"{rule} {' '.join(f'{k}={v}' for k, v in p.items())}"
-        if not rules[rule].valid(group, space, p):
-            print(f"not in the space at this shape: {described}")
-            continue
-        schedule = space.schedule(Point(fusion, ((group.anchor, rule, tuple(sorted(p.items()))),)))
-        labels.append(described)
-        sources.append(schedule.trace_source(with_sites=False))
-        predicted.append(tc.estimate(schedule).predicted_seconds)
-    with tempfile.TemporaryDirectory() as folder:
-        bench = prepare_bench(out, folder)
-        results = measure_batch(bench, sources, repeats=10)
-        baselines = _baselines("sgemm", bench, os.path.join(bench, "reference0.npy"))
-    flops = 2 * M * N * K
-    for label, t in baselines.items():
-        print(f"{label:40s} {t * 1e6:8.1f} us {flops / t / 1e12:6.2f} TFLOP/s")
-    print("measured us predicted  point")
-    for label, m, guess in zip(labels, results, predicted):
-        shown = f"{m.measured * 1e6:11.1f}" if m.status == "ok" else f"{m.status}: {m.error[:200]}"
-        print(f"{shown} {guess * 1e6:9.1f}  {label}")
+    measure_points(M, N, K, POINTS)
     return 0
 
 

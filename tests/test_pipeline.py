@@ -120,6 +120,15 @@ def test_a_two_byte_fill_must_be_vectorized():
                                    r"bytes at once \(1 bfloat16 lane\): vectorize the fill's innermost split")
 
 
+def test_two_byte_lanes_that_cannot_move_together_are_refused_by_the_code_generator():
+    """W's tile rows are 4 wide and its lanes 2: each pair stays in a row of the tile, but
+    lane_form cannot see that through the tile's % 4 (see above), so W's 2-byte lanes would
+    go one by one, which cp.async cannot copy."""
+    w, s, _ = _pipelined(16, 16, 32, bk=8, vector=2, dtype="bfloat16")
+    with pytest.raises(tc.CodegenError, match=r"cp.async into W_shared would copy 2 bytes; it copies 4, 8 or 16"):
+        tc.build(s)
+
+
 @pytest.mark.parametrize("vector, copy", [(2, "_cp_async4(A_shared, "), (8, "_cp_async16(A_shared, ")])
 def test_a_vectorized_bfloat16_fill_is_copied_as_bits(rng, vector, copy):
     """A's tile (4 rows of 8 k) copied 2 or 8 bfloat16 (4 or 16 bytes) at a time. W's lanes

@@ -27,7 +27,8 @@ def _product(M, N, K, dtype="bfloat16", acc="float32"):
     return C
 
 
-def _one_warp(M, N, K, dtype="bfloat16", k_step=16, lanes=("g", "t"), tile=(16, 8), tensorize=True):
+def _one_warp(M, N, K, dtype="bfloat16", k_step=16, lanes=("g", "t"), tile=(16, 8), tensorize=True,
+              lane_tag="threadIdx.x", fill_threads=32):
     """A warp per 16 x 8 tile of C: lane l holds rows 8r + l // 4 and columns 2(l % 4) + c."""
     C = _product(M, N, K, dtype)
     s = tc.create_schedule(C)
@@ -43,7 +44,7 @@ def _one_warp(M, N, K, dtype="bfloat16", k_step=16, lanes=("g", "t"), tile=(16, 
     lane = s[C].fuse(named[lanes[0]], named[lanes[1]])
     s[C].bind(bi, "blockIdx.y")
     s[C].bind(bj, "blockIdx.x")
-    s[C].bind(lane, "threadIdx.x")
+    s[C].bind(lane, lane_tag)
     s[CL].compute_at(s[C], lane)
     ko, ki = s[CL].split(s[CL].reduce_axis[0], k_step)
     ci, cj = s[CL].axis
@@ -51,7 +52,7 @@ def _one_warp(M, N, K, dtype="bfloat16", k_step=16, lanes=("g", "t"), tile=(16, 
     for cache in (AS, WS):
         s[cache].compute_at(s[CL], ko)
         flat = s[cache].fuse(*s[cache].axis)
-        _, th = s[cache].split(flat, 32)
+        _, th = s[cache].split(flat, fill_threads)
         s[cache].bind(th, "threadIdx.x")
     if tensorize:
         s[CL].tensorize(ki, "mma_m16n8k16")
@@ -127,6 +128,28 @@ def test_refuses_half_a_warp():
     with pytest.raises(tc.ScheduleError, match=r"needs a whole warp, its 32 lanes on threadIdx.x; loop "
                                                r"\w+ on threadIdx.x has 16 iterations"):
         tc.lower(s)
+
+
+def test_refuses_lanes_that_are_not_on_threadIdx_x():
+    s = _one_warp(16, 8, 16, lane_tag="threadIdx.y")
+    with pytest.raises(tc.ScheduleError, match=r"needs a whole warp, its 32 lanes on threadIdx.x; no loop around "
+                                               r"it is bound to threadIdx.x"):
+        tc.lower(s)
+
+
+def test_refuses_blocks_wider_than_the_warp():
+    """The fills' 64 threads along x make the block 64 wide: lanes 32-63 would run a second
+    instruction that the nest does not describe."""
+    s = _one_warp(16, 8, 16, fill_threads=64)
+    with pytest.raises(tc.ScheduleError, match=r"the kernel's blocks have 64 threads along x"):
+        tc.lower(s)
+
+
+def test_the_example_schedule_names_the_shapes_it_needs():
+    out = gemm_bf16.algorithm(64, 64, 24)
+    with pytest.raises(tc.ScheduleError, match=r"the mma schedule needs K a multiple of 16 and an output of at "
+                                               r"least 32 x 32; the shape is 64 x 64 x 24"):
+        gemm_bf16.schedule(tc.create_schedule(out), out)
 
 
 def test_refuses_a_guarded_nest():

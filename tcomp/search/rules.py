@@ -419,16 +419,7 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     warps = (BM // WM) * (BN // WN)
     for cache in (a_shared, b_shared):
         s[cache].compute_at(s[acc], ko)
-        x, y = s[cache].axis
-        flat = s[cache].fuse(x, y)
-        if vector > 1:
-            flat, lanes = s[cache].split(flat, vector)
-            s[cache].vectorize(lanes)
-        rest, thread = s[cache].split(flat, 32 * warps)
-        ty, tx = s[cache].split(thread, 32)
-        s[cache].bind(ty, "threadIdx.y")
-        s[cache].bind(tx, "threadIdx.x")
-        s[cache].unroll(rest)
+        _cooperative_fill(s, cache, warps, 32, vector)
         if stages:
             s[cache].pipeline(stages)
     s[acc].tensorize(ki, "mma_m16n8k16")
