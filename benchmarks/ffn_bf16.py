@@ -3,7 +3,11 @@
 ``schedule`` on the tensor cores and its ``cuda_cores`` schedule) against PyTorch eager
 doing the same (cuBLAS bf16 matmul, then SiLU and quantization), in one run.
 
-    python benchmarks/ffn_bf16.py [--shape 1024,12288,4096] [--repeat 20]
+    python benchmarks/ffn_bf16.py [--shape 1024,12288,4096] [--repeat 20] [--no-compile]
+    python benchmarks/ffn_bf16.py --shape 16,12288,4096     # a decode step (split-K schedule)
+
+Each call is timed alone, its launches' host time included, for tcomp and the baselines
+alike (PyTorch eager launches three kernels; torch.compile's inductor fuses the epilogue).
 
 Both outputs are compared with a reference computed in float64 from the same bf16
 inputs, rounded to bf16 where the algorithm says: the matmul's result and SiLU's (SiLU
@@ -12,31 +16,24 @@ of a bf16 value is bf16); the tcomp output is poisoned first.
 
 from __future__ import annotations
 
-import argparse
 import os
 import sys
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import time_cuda  # noqa: E402  (benchmarks/timing.py)
+from timing import bf16_benchmark_args, bf16_operands, time_cuda  # noqa: E402  (benchmarks/timing.py)
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shape", default="1024,12288,4096", help="M,N,K")
-    parser.add_argument("--repeat", type=int, default=20)
-    args = parser.parse_args(argv)
+    args, (M, N, K) = bf16_benchmark_args(__doc__, argv)
 
     import torch
 
     import ffn_bf16 as ffn
     import tcomp as tc
 
-    M, N, K = (int(x) for x in args.shape.split(","))
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)
-    w = (torch.randn(K, N, device="cuda", generator=gen) / K ** 0.5).to(torch.bfloat16)
+    a, w = bf16_operands(M, K, (K, N))
 
     def quantize(y):
         return torch.clamp(torch.round(y / ffn.SCALE), -128, 127).to(torch.int8)
@@ -69,7 +66,11 @@ def main(argv=None) -> int:
     q_eager = eager()
     t_eager = time_cuda(eager, args.repeat)
     t_matmul = time_cuda(lambda: torch.matmul(a, w), args.repeat)
-    for name, t, out in rows + [("PyTorch eager (cuBLAS bf16)", t_eager, q_eager)]:
+    baselines = [("PyTorch eager (cuBLAS bf16)", t_eager, q_eager)]
+    if not args.no_compile:
+        compiled = torch.compile(eager)
+        baselines.append(("torch.compile of eager", time_cuda(compiled, args.repeat), compiled()))
+    for name, t, out in rows + baselines:
         dmax, pct = differ(out)
         print(f"{name:28s} {t * 1e3:8.3f} ms {flops / t / 1e12:7.1f} TFLOP/s  vs float64 reference: "
               f"max |diff| {dmax}, {pct:.4f}% differ", flush=True)

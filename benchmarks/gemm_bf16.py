@@ -5,7 +5,8 @@ torch.compile, in one run.
     python benchmarks/gemm_bf16.py [--shape 4096,4096,4096] [--calls 5]
 
 Besides the example's own schedule it measures a few variants of its tiling
-(``gemm_bf16.mma_warp_tiles``: block and warp tiles, k step, cp.async rings).
+(``gemm_bf16.mma_warp_tiles``: block and warp tiles, k step, cp.async rings, the rows of
+the shared tiles padded for ldmatrix or not).
 
 cuBLAS (``torch.matmul`` of bf16 tensors) writes a bf16 C and tcomp a float32 one: 2 bytes
 more per output element for tcomp. tcomp's output is poisoned with NaN first and compared
@@ -26,11 +27,15 @@ from timing import time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
 
 #: (label, mma_warp_tiles keywords): variants of the example's tiling
 VARIANTS = [
-    ("128x128 blocks, 64x32 warps, BK 32, 3-stage cp.async", dict(BM=128, BN=128, BK=32, WM=64, WN=32, stages=3)),
-    ("128x128 blocks, 64x32 warps, BK 64, 3-stage cp.async", dict(BM=128, BN=128, BK=64, WM=64, WN=32, stages=3)),
-    ("128x128 blocks, 64x64 warps, BK 32, 3-stage cp.async", dict(BM=128, BN=128, BK=32, WM=64, WN=64, stages=3)),
-    ("128x256 blocks, 64x64 warps, BK 32, 3-stage cp.async", dict(BM=128, BN=256, BK=32, WM=64, WN=64, stages=3)),
-    ("64x64 blocks, 32x32 warps, BK 32, 3-stage cp.async", dict(BM=64, BN=64, BK=32, WM=32, WN=32, stages=3)),
+    ("128x128 blocks, 64x64 warps, BK 32, 3 stages, unpadded", dict(BM=128, BN=128, BK=32, WM=64, WN=64, stages=3,
+                                                                    pad=0)),
+    ("128x128 blocks, 64x32 warps, BK 32, 3 stages", dict(BM=128, BN=128, BK=32, WM=64, WN=32, stages=3)),
+    ("128x128 blocks, 64x64 warps, BK 64, 3 stages", dict(BM=128, BN=128, BK=64, WM=64, WN=64, stages=3)),
+    ("128x128 blocks, 64x64 warps, BK 32, 4 stages", dict(BM=128, BN=128, BK=32, WM=64, WN=64, stages=4)),
+    ("128x256 blocks, 64x64 warps, BK 32, 3 stages", dict(BM=128, BN=256, BK=32, WM=64, WN=64, stages=3)),
+    ("256x128 blocks, 64x64 warps, BK 32, 3 stages", dict(BM=256, BN=128, BK=32, WM=64, WN=64, stages=3)),
+    ("128x256 blocks, 64x64 warps, BK 64, 3 stages", dict(BM=128, BN=256, BK=64, WM=64, WN=64, stages=3)),
+    ("64x64 blocks, 32x32 warps, BK 32, 3 stages", dict(BM=64, BN=64, BK=32, WM=32, WN=32, stages=3)),
 ]
 
 

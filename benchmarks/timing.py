@@ -65,3 +65,27 @@ def build_sgemm(s, a, b, ref):
     build_s = time.time() - t0
     err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
     return mod, c, build_s, err, bool(torch.isfinite(c).all()) and err < 1e-5
+
+
+def bf16_benchmark_args(doc: str, argv=None, shape: str = "1024,12288,4096"):
+    """The command line of the bf16 layer benchmarks: ``--shape M,N,K``, ``--repeat`` and
+    ``--no-compile`` (skip the torch.compile baseline); returns (args, (M, N, K))."""
+    import argparse
+
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shape", default=shape, help="M,N,K")
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    args = parser.parse_args(argv)
+    return args, tuple(int(x) for x in args.shape.split(","))
+
+
+def bf16_operands(M: int, K: int, weight_shape: tuple):
+    """Seeded random bf16 inputs on the GPU: A (M x K) and weights of ``weight_shape``
+    scaled by 1 / sqrt(K), so that the products stay near 1."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)
+    w = (torch.randn(*weight_shape, device="cuda", generator=gen) / K ** 0.5).to(torch.bfloat16)
+    return a, w

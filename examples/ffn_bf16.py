@@ -20,6 +20,8 @@ from gemm_bf16 import mma_tiles_for, mma_warp_tiles  # noqa: E402  (blocks, warp
 from sgemm_ladder import blocktile_2d  # noqa: E402  (the ladder's 2D blocktiling schedule)
 
 SCALE = 0.05
+#: streaming multiprocessors of the H200: a decode step's blocks should cover them
+SMS = 132
 
 
 def algorithm(M=1024, N=12288, K=4096):
@@ -39,15 +41,47 @@ def schedule(s, out):
     in 3-stage cp.async rings), C accumulated in each lane's registers; the bf16 rounding,
     SiLU and quantization inlined into the epilogue each lane runs on its accumulators.
     Smaller tiles for smaller outputs; where K is not a multiple of 16 (or the output is
-    under 32 x 32), :func:`cuda_cores`."""
+    under 16 x 32), :func:`cuda_cores`; under 32 rows, :func:`decode`."""
     M, N = out.shape
     tiles = mma_tiles_for(M, N, s["C"].op.reduce_axis[0].extent)
     if tiles is None:
         cuda_cores(s, out)
         return
+    if M < 32:
+        decode(s, out)
+        return
     s["Cb"].compute_inline()
     s["Y"].compute_inline()
     mma_warp_tiles(s, out, "C", "A", "W", **tiles)
+
+
+def decode(s, out, threads=256):
+    """Few rows (M = 16: a decode step), where the output's 16 x 128 blocks alone leave
+    SMs idle: k in 2 or 4 slices (``s.rfactor``, the slices on ``blockIdx.z``) so that
+    the blocks cover the GPU, each slice's product on the tensor cores
+    (:func:`mma_tiles_for`), then a second kernel in which each of ``threads`` threads a
+    block adds one output's slices and runs the bf16 rounding, SiLU and quantization on
+    the complete sum."""
+    M, N = out.shape
+    K = s["C"].op.reduce_axis[0].extent
+    tiles = mma_tiles_for(M, N, K)
+    blocks = -(-M // tiles["BM"]) * -(-N // tiles["BN"])
+    fitting = [p for p in (2, 4) if K % (p * tiles["BK"]) == 0]
+    if not fitting or blocks >= SMS:
+        s["Cb"].compute_inline()
+        s["Y"].compute_inline()
+        mma_warp_tiles(s, out, "C", "A", "W", **tiles)
+        return
+    parts = next((p for p in fitting if blocks * p >= SMS), fitting[-1])
+    partial = s.rfactor("C", parts)
+    mma_warp_tiles(s, partial, partial.name, "A", "W", **tiles)
+    s["Cb"].compute_inline()
+    s["Y"].compute_inline()
+    flat = s[out].fuse(*s[out].axis)
+    block, thread = s[out].split(flat, threads)
+    s[out].bind(block, "blockIdx.x")
+    s[out].bind(thread, "threadIdx.x")
+    s["C"].compute_at(s[out], thread)
 
 
 def cuda_cores(s, out):

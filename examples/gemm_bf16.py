@@ -29,10 +29,16 @@ def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
     """``mma_warp_tiles``' sizes for an M x N x K product: 128 x 128 blocks of four 64 x 64
     warp tiles (the fastest of ``benchmarks/gemm_bf16.py``'s variants on the H200), smaller
     ones for smaller outputs, k steps of 32 (16 where K is an odd multiple of 16) in
-    3-stage rings; None where K is not a multiple of 16 or the output is under 32 x 32."""
-    if K % MMA_K or M < 32 or N < 32:
+    3-stage rings; for fewer than 32 rows (a decode step) 16 x 128 blocks of four 16 x 32
+    warp tiles, k steps of 64 in 4-stage rings (the weights stream through). None where K
+    is not a multiple of 16 or the output is under 16 x 32."""
+    if K % MMA_K or M < 16 or N < 32:
         return None
     BK = 32 if K % 32 == 0 else 16
+    if M < 32:
+        wide = N >= 128
+        return dict(BM=16, BN=128 if wide else 32, BK=64 if K % 64 == 0 else BK, WM=16, WN=32 if wide else 16,
+                    stages=4)
     if M >= 128 and N >= 128:
         return dict(BM=128, BN=128, BK=BK, WM=64, WN=64, stages=3)
     if M >= 64 and N >= 64:
@@ -40,12 +46,16 @@ def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
     return dict(BM=32, BN=32, BK=BK, WM=32, WN=32, stages=3)
 
 
+def required_mma_tiles(M: int, N: int, K: int) -> dict:
+    """:func:`mma_tiles_for`, or a ``ScheduleError`` naming the shapes it needs."""
+    tiles = mma_tiles_for(M, N, K)
+    if tiles is None:
+        raise tc.ScheduleError(f"the mma schedule needs K a multiple of {MMA_K} and an output of at least 16 x 32; "
+                               f"the shape is {M} x {N} x {K}")
+    return tiles
+
+
 def schedule(s, out):
     """The product on the tensor cores, tile sizes from :func:`mma_tiles_for`."""
     M, N = out.shape
-    K = s["C"].op.reduce_axis[0].extent
-    tiles = mma_tiles_for(M, N, K)
-    if tiles is None:
-        raise tc.ScheduleError(f"the mma schedule needs K a multiple of {MMA_K} and an output of at least 32 x 32; "
-                               f"the shape is {M} x {N} x {K}")
-    mma_warp_tiles(s, out, "C", "A", "W", **tiles)
+    mma_warp_tiles(s, out, "C", "A", "W", **required_mma_tiles(M, N, s["C"].op.reduce_axis[0].extent))

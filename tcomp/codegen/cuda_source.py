@@ -27,8 +27,8 @@ from ..errors import CodegenError, InternalError
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var, binary
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
-from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, Kernel, Program, Seq,
-                       Store, WarpMma)
+from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel,
+                       Program, Seq, Store, WarpMma)
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from . import nvvm_unroll
 from .exact_division import correction_is_exact, reciprocal_is_exact_on
@@ -371,6 +371,8 @@ class KernelWriter:
             self.emit(f"_cp_async_wait_{s.pending}()", depth)
         elif isinstance(s, WarpMma):
             self.warp_mma(s, depth)
+        elif isinstance(s, FragmentLoad):
+            self.fragment_load(s, depth)
         else:
             raise InternalError(f"cannot emit {type(s).__name__}")
 
@@ -380,7 +382,10 @@ class KernelWriter:
         self.uses_mma = True
         kind = {"bfloat16": "bf16", "float16": "f16"}[s.dtype]
         regs = []
-        for name, values in (("a", s.a_values), ("b", s.b_values)):
+        for name, values, loaded in (("a", s.a_values, s.a_registers), ("b", s.b_values, s.b_registers)):
+            if loaded:
+                regs.extend(self.value(r) for r in loaded)
+                continue
             for r in range(len(values) // 2):
                 reg = self.name(object(), f"_mma_{name}{r}")
                 self.emit(f"{reg} = {self.operand_register(values[2 * r], values[2 * r + 1], s.dtype, kind)}", depth)
@@ -391,6 +396,17 @@ class KernelWriter:
         self.emit(f"{', '.join(out)} = _{s.intrinsic}_{kind}({', '.join(regs + slots)})", depth)
         for slot, value in zip(slots, out):
             self.emit(f"{slot} = {value}", depth)
+
+    def fragment_load(self, s: FragmentLoad, depth: int) -> None:
+        """One ``ldmatrix``: this lane's ``count`` registers into the fragment buffer."""
+        self.uses_mma = True
+        out = [self.name(object(), f"_frag{m}") for m in range(s.count)]
+        src = self.name(s.src, s.src.name)
+        self.emit(f"{', '.join(out)}{',' if s.count == 1 else ''} = "
+                  f"_ldmatrix_x{s.count}{'_trans' if s.trans else ''}({src}, {self.flat_index(s.src, s.src_index)})", depth)
+        dst = self.name(s.dst, s.dst.name)
+        for value, index in zip(out, s.dst_index):
+            self.emit(f"{dst}[{self.flat_index(s.dst, index)}] = int32({value})", depth)
 
     def operand_register(self, lo: Expr, hi: Expr, dtype: str, kind: str) -> str:
         """One 32-bit operand register of two 16-bit values (``lo`` in the low half): a
@@ -693,7 +709,10 @@ from tcomp.codegen.warp_mma import (
 _MMA_IMPORTS = """
 from tcomp.codegen.warp_mma import (
     {p}mma_m16n8k16_bf16 as _mma_m16n8k16_bf16, {p}mma_m16n8k16_f16 as _mma_m16n8k16_f16,
-    {p}pack_bf16x2 as _pack_bf16x2, {p}pack_f16x2 as _pack_f16x2, {p}load_pair as _load_pair)
+    {p}pack_bf16x2 as _pack_bf16x2, {p}pack_f16x2 as _pack_f16x2, {p}load_pair as _load_pair,
+    {p}ldmatrix_x1 as _ldmatrix_x1, {p}ldmatrix_x2 as _ldmatrix_x2, {p}ldmatrix_x4 as _ldmatrix_x4,
+    {p}ldmatrix_x1_trans as _ldmatrix_x1_trans, {p}ldmatrix_x2_trans as _ldmatrix_x2_trans,
+    {p}ldmatrix_x4_trans as _ldmatrix_x4_trans)
 """
 
 _VECTOR_IMPORTS = """

@@ -284,6 +284,10 @@ def _sim_ldmatrix(count: int, trans: bool):
         regs = []
         for m in range(count):
             rows = [lanes[8 * m + r] for r in range(8)]
+            misaligned = [start for _, start in rows if start % 8]
+            if misaligned:
+                raise RuntimeError(f"ldmatrix_x{count}: a row starts at element {misaligned[0]}, not at a multiple "
+                                   "of 8 (its 16 bytes must be 16-byte aligned)")
             matrix = np.array([np.asarray(array[start:start + 8]).view(np.uint16) for array, start in rows])
             group, t = divmod(lane, 4)
             pair = matrix[2 * t:2 * t + 2, group] if trans else matrix[group, 2 * t:2 * t + 2]

@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var
-from ..ir.stmt import THREAD_TAGS, Allocate, Barrier, Buffer, For, Kernel, Seq, Store, WarpMma
+from ..ir.stmt import THREAD_TAGS, Allocate, Barrier, Buffer, For, FragmentLoad, Kernel, Seq, Store, WarpMma
 from ..ir.visitor import free_vars, walk
 
 #: instructions a call costs (SFU sequences, roughly)
@@ -263,6 +263,8 @@ class _KernelWalk:
             return {s.buffer}, False
         if isinstance(s, WarpMma):
             return {s.acc}, False
+        if isinstance(s, FragmentLoad):
+            return {s.dst}, False
         if isinstance(s, Barrier):
             return set(), True
         return set(), False
@@ -329,6 +331,8 @@ class _KernelWalk:
             self._store(s, loops)
         elif isinstance(s, WarpMma):
             self._warp_mma(s, loops)
+        elif isinstance(s, FragmentLoad):
+            self._fragment_load(s, loops)
         elif isinstance(s, Barrier):
             n = _serial_product(loops) * _unrolled_product(loops)
             self.barriers += n
@@ -337,23 +341,45 @@ class _KernelWalk:
             self.warp_instr += n * self.warps
 
     def _warp_mma(self, s: WarpMma, loops) -> None:
-        """One mma.sync per warp: 2 * 16 * 8 * 16 matrix flops; per lane, a pack of each
-        operand register (6), the instruction and its loads of 12 operand halves."""
+        """One mma.sync per warp: 2 * 16 * 8 * 16 matrix flops; per lane, the instruction,
+        and for an operand not loaded by ldmatrix a pack of each of its registers and the
+        loads of its halves."""
         warps = self._active_threads(loops, None)
         execs = _serial_product(loops) * _unrolled_product(loops)
         flops = 2.0 * 16 * 8 * 16 * len(warps)
         self.flops += execs * flops
         self.matrix_flops += execs * flops
-        instr = len(s.a_values) // 2 + len(s.b_values) // 2 + 1
+        element_loaded = (() if s.a_registers else s.a_values) + (() if s.b_registers else s.b_values)
+        instr = len(element_loaded) // 2 + 1
         self.thread_instr += execs * instr
         self.warp_instr += execs * instr * len(warps)
         seen = set()
-        for value in s.a_values + s.b_values:
+        for value in element_loaded:
             for ld in _loads(value):
                 key = (ld.buffer.name, str(ld.index))
                 if ld.buffer.scope != "local" and key not in seen:
                     seen.add(key)
                     self._access(ld.buffer, ld.index, loops, warps, is_store=False)
+
+    def _fragment_load(self, s: FragmentLoad, loops) -> None:
+        """One ldmatrix per warp: ``count`` phases of eight 16-byte rows, each as many
+        shared-memory cycles as its rows put distinct words in one bank."""
+        warps = self._active_threads(loops, None)
+        execs = _serial_product(loops) * _unrolled_product(loops)
+        evaluator = _Evaluator(s.src_index)
+        width = itemsize(s.src.dtype)
+        wavefronts = 0.0
+        for lanes in warps:
+            starts = [evaluator(env) for env in lanes]
+            for m in range(s.count):
+                rows = starts[8 * m:8 * m + 8]
+                if len(rows) < 8 or any(a is None for a in rows):
+                    wavefronts += 1
+                    continue
+                wavefronts += _bank_wavefronts({a + e for a in rows for e in range(16 // width)}, width)
+        self.thread_instr += execs
+        self.warp_instr += execs * len(warps)
+        self.wavefronts += execs * wavefronts
 
     def _store(self, s: Store, loops) -> None:
         warps = self._active_threads(loops, s.predicate)
@@ -424,7 +450,12 @@ class _KernelWalk:
                     # NOTE: a 64/128-bit shared access costs what its 32-bit parts would, one
                     # bank-conflict count per part; the SGEMM ladder measured on the H200 (whose
                     # SASS has LDS.128 for the B fragments) agrees with this, not with fewer.
-                    wave = sum(_bank_wavefronts({a + o for a in base}, width) for o in vec_offsets)
+                    # Narrower elements are grouped into those 32-bit parts (a 16-byte vector of
+                    # eight bf16 is four parts, as one of four float32 is).
+                    per_word = max(1, min(vec, BANK_WIDTH // width))
+                    wave = sum(_bank_wavefronts({(a + o) * width // BANK_WIDTH for a in base}, BANK_WIDTH)
+                               for o in range(0, vec, per_word)) if per_word > 1 else \
+                        sum(_bank_wavefronts({a + o for a in base}, width) for o in vec_offsets)
                 else:
                     wave = len({((a + o) * width) // LINE for a in base for o in vec_offsets})
             per_warp_bytes += distinct * width

@@ -57,7 +57,7 @@ def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str
 
 def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     """``s`` as text; ``names`` maps the variables of enclosing loops to their shown names."""
-    from .stmt import Allocate, AsyncCommit, AsyncWait, Barrier, For, Kernel, Seq, Store, WarpMma
+    from .stmt import Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel, Seq, Store, WarpMma
 
     names = {} if names is None else names
     pad = "  " * indent
@@ -91,8 +91,12 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
             return ", ".join(expr_to_str(v, 0, names) for v in values)
 
         acc = ", ".join(f"{s.acc.name}[{expr_to_str(i, 0, names)}]" for i in s.acc_index)
-        return (f"{pad}{s.intrinsic}.{s.dtype}(acc=({acc}),\n{pad}    a=({shown(s.a_values)}),\n"
-                f"{pad}    b=({shown(s.b_values)}))")
+        a, b = (shown(regs or values) for regs, values in ((s.a_registers, s.a_values), (s.b_registers, s.b_values)))
+        return f"{pad}{s.intrinsic}.{s.dtype}(acc=({acc}),\n{pad}    a=({a}),\n{pad}    b=({b}))"
+    if isinstance(s, FragmentLoad):
+        dst = ", ".join(f"{s.dst.name}[{expr_to_str(i, 0, names)}]" for i in s.dst_index)
+        return (f"{pad}{dst} = ldmatrix.x{s.count}{'.trans' if s.trans else ''}"
+                f"({s.src.name}[{expr_to_str(s.src_index, 0, names)}])")
     if isinstance(s, Kernel):
         params = ", ".join(p.name for p in s.params)
         head = f"{pad}kernel {s.name}({params})  # grid={s.grid} block={s.block}"

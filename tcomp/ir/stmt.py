@@ -13,9 +13,13 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
              | AsyncCommit()                     close the thread's group of cp.async copies
              | AsyncWait(pending)                wait until at most ``pending`` of the
                                                  thread's committed groups are in flight
-             | WarpMma(intrinsic, dtype, acc, acc_index, a_values, b_values)
+             | WarpMma(intrinsic, dtype, acc, acc_index, a_values, b_values,
+                         a_registers, b_registers)
                                                  one warp-wide matrix instruction (every
                                                  lane of the warp executes it)
+             | FragmentLoad(count, trans, src, src_index, dst, dst_index)
+                                                 ldmatrix: the warp loads 8x8 matrices of
+                                                 16-bit values into fragment registers
     Buffer  := (name, dtype, shape, scope)       scope: global | shared | local
     Kernel  := (name, params, body, grid, block) one launch
     Program := (kernels, inputs, outputs, intermediates)
@@ -119,7 +123,13 @@ class WarpMma(Stmt):
     lane's share, in the instruction's fragment layouts (``tcomp.codegen.warp_mma``):
     ``acc[acc_index[r]]`` holds accumulator register r (4 of them); ``a_values[2 * r + h]``
     is half h of A's register r (8 values), ``b_values[2 * r + h]`` half h of B's
-    register r (4 values); each value a float32 expression exact in ``dtype``."""
+    register r (4 values); each value a float32 expression exact in ``dtype``.
+
+    Where a :class:`FragmentLoad` has loaded them already, ``a_registers`` (4) and
+    ``b_registers`` (2) are this lane's operand registers as loads of an int32 local
+    buffer (two 16-bit bit patterns each, the lower-numbered value in the low half), and
+    the values only say what those registers hold; empty, the operands are read from
+    the values."""
 
     intrinsic: str
     dtype: str
@@ -127,6 +137,26 @@ class WarpMma(Stmt):
     acc_index: tuple
     a_values: tuple
     b_values: tuple
+    a_registers: tuple = ()
+    b_registers: tuple = ()
+
+
+@dataclass(frozen=True, eq=False)
+class FragmentLoad(Stmt):
+    """``ldmatrix.sync.aligned.m8n8.x{count}[.trans].shared.b16``: the 32 lanes of a warp
+    load ``count`` 8x8 matrices of 16-bit values from the shared buffer ``src`` (stored as
+    bit patterns). This lane gives the address of row ``lane % 8`` of matrix
+    ``lane // 8`` (element ``src_index``; the row's 8 elements are contiguous and 16-byte
+    aligned) and receives register m of matrix m into ``dst[dst_index[m]]`` (an int32
+    local buffer): row ``lane // 4``, elements ``2 (lane % 4)`` and ``2 (lane % 4) + 1``,
+    or with ``trans`` column ``lane // 4``, rows ``2 (lane % 4)`` and ``2 (lane % 4) + 1``."""
+
+    count: int
+    trans: bool
+    src: Buffer
+    src_index: Expr
+    dst: Buffer
+    dst_index: tuple
 
 
 @dataclass(frozen=True, eq=False)

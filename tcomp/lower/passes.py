@@ -8,6 +8,7 @@ from ..ir.expr import And, Load, Var, compare, logical_and
 from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, For, Kernel, Store
 from ..ir.visitor import free_vars, map_children, rewrite, walk
+from .fragments import load_fragments
 from .partition import partition_loops
 from .tensorize import tensorize_loops
 
@@ -107,4 +108,5 @@ KERNEL_PASSES = (
     ("partition_loops", partition_loops),
     ("simplify_indices", simplify_indices),
     ("tensorize_loops", tensorize_loops),
+    ("load_fragments", load_fragments),
 )

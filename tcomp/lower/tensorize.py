@@ -112,7 +112,7 @@ def _multiply_add(store: Store):
         if isinstance(acc, Load) and acc.buffer is store.buffer and _same_index(acc.index, store.index) \
                 and isinstance(product, Binary) and product.op == "*":
             factors = (product.a, product.b)
-            loads = [_operand_load(f) for f in factors]
+            loads = [operand_load(f) for f in factors]
             if None not in loads and loads[0].dtype == loads[1].dtype:
                 return acc, factors
     return None, None
@@ -122,7 +122,7 @@ def _same_index(a, b) -> bool:
     return str(simplify(a)) == str(simplify(b))
 
 
-def _operand_load(e):
+def operand_load(e):
     """The 16-bit float load that ``e`` (a cast of it to float32) reads from memory every
     lane can read, or None."""
     inner = e.value if isinstance(e, Cast) and e.dtype == "float32" else e
@@ -133,13 +133,13 @@ def _operand_load(e):
 
 def _as_a(operand, lane: Var, rows: Var, cols: Var, kk: Var, extents: dict) -> bool:
     """Does A's index depend on the lane only through ``lane // 4``, and not on ``cols``?"""
-    return _invariant(_operand_load(operand).index, lane, rows, cols, kk, extents,
+    return _invariant(operand_load(operand).index, lane, rows, cols, kk, extents,
                       lambda ln, r, c: (4 * (ln // 4), r, 0))
 
 
 def _as_b(operand, lane: Var, rows: Var, cols: Var, kk: Var, extents: dict) -> bool:
     """Does B's index depend on the lane only through ``lane % 4``, and not on ``rows``?"""
-    return _invariant(_operand_load(operand).index, lane, rows, cols, kk, extents,
+    return _invariant(operand_load(operand).index, lane, rows, cols, kk, extents,
                       lambda ln, r, c: (ln % 4, 0, c))
 
 
@@ -150,13 +150,10 @@ def _invariant(index, lane, rows, cols, kk, extents, canonical) -> bool:
     others = sorted((v for v in free_vars(index) if v not in (lane, rows, cols, kk)), key=lambda v: v.name)
     if any(v not in extents for v in others):
         return False
-    evaluate = _compiled(index, [lane, rows, cols, kk] + others)
+    evaluate = index_function(index, [lane, rows, cols, kk] + others)
     if evaluate is None:
         return False
-    draw = random.Random(0)
-    samples = [[0] * len(others), [extents[v] - 1 for v in others]]
-    samples += [[draw.randrange(extents[v]) for v in others] for _ in range(2)]
-    for env in samples:
+    for env in sample_environments(others, extents):
         for ln in range(32):
             for r in range(2):
                 for c in range(2):
@@ -167,10 +164,18 @@ def _invariant(index, lane, rows, cols, kk, extents, canonical) -> bool:
     return True
 
 
+def sample_environments(variables: list, extents: dict) -> list:
+    """A few values of ``variables`` to check an index at: all zero, all at their last
+    iteration, and two drawn at random (the same on every run)."""
+    draw = random.Random(0)
+    samples = [[0] * len(variables), [extents[v] - 1 for v in variables]]
+    return samples + [[draw.randrange(extents[v]) for v in variables] for _ in range(2)]
+
+
 _PYTHON_OPS = {"+": "+", "-": "-", "*": "*", "//": "//", "%": "%"}
 
 
-def _compiled(e, params: list):
+def index_function(e, params: list):
     """``e`` (an integer index expression) as a Python function of ``params``, or None
     when it is not made of integer arithmetic on them."""
     names = {v: f"v{n}" for n, v in enumerate(params)}
@@ -211,7 +216,7 @@ def _instruction(store: Store, a, b, lane: Var, rows: Var, cols: Var, kk: Var, l
     if len({str(i) for i in acc_index}) != 4:
         _refuse(loop, f"the lane's four accumulators must be four elements of {store.buffer.name}; "
                       f"they are {', '.join(map(str, acc_index))}")
-    return WarpMma("mma_m16n8k16", _operand_load(a).dtype, store.buffer, acc_index, a_values, b_values)
+    return WarpMma("mma_m16n8k16", operand_load(a).dtype, store.buffer, acc_index, a_values, b_values)
 
 
-__all__ = ["MMA_SHAPE", "tensorize_loops"]
+__all__ = ["MMA_SHAPE", "index_function", "operand_load", "sample_environments", "tensorize_loops"]

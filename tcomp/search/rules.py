@@ -38,6 +38,8 @@ from .space import Group, Rule, register_rule
 SHARED_BYTES = 227 * 1024
 #: the tile of ``mma.sync.m16n8k16``: rows, columns, k
 MMA_M, MMA_N, MMA_K = 16, 8, 16
+#: elements of padding after each row of the shared tiles that ldmatrix reads (16 bytes)
+MMA_PAD = 8
 
 
 def matrix_product_operands(op) -> tuple | None:
@@ -125,8 +127,10 @@ def _block_and_thread_tiles(s, out, lead: tuple, BM: int, BN: int, TM: int, TN: 
 def _cooperative_fill(s, cache, threads_y: int, threads_x: int, vector: int) -> None:
     """Spread a shared tile's fill over the block's threads: consecutive threads on
     consecutive elements of a row (coalesced), ``vector`` elements per thread and load."""
-    a, b = s[cache].axis
-    flat = s[cache].fuse(a, b)
+    first, *rest = s[cache].axis
+    flat = first
+    for axis in rest:
+        flat = s[cache].fuse(flat, axis)
     if vector > 1:
         flat, lanes = s[cache].split(flat, vector)
         s[cache].vectorize(lanes)
@@ -372,15 +376,27 @@ class WarpTiling(Rule):
         _overlap(s, a_shared, b_shared, p)
 
 
-def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, vector=8, stages=0):
+def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, vector=8, stages=0, pad=MMA_PAD):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks of
     WM x WN warp tiles, each a grid of 16 x 8 ``mma_m16n8k16`` tiles: lane ``l`` of a warp
     holds rows ``8 * r + l // 4`` and columns ``2 * (l % 4) + c`` of each (r, c in 0, 1),
     accumulated in registers over k steps of 16. ``a`` and ``b`` are staged in shared
     tiles of BM x BK and BK x BN, filled by all the block's threads ``vector`` elements
     (16 bytes) at a time; with ``stages`` (3 or more) the tiles are cp.async rings of
-    that many k steps."""
-    M, N = out.shape
+    that many k steps. A product with axes ahead of its rows and columns (``P[h, i, j] =
+    sum_k A[i, k] W[h, k, j]``, the gate and up projections of SwiGLU over one stacked
+    weight) computes every h of a lane's tile in the same k loop, from one tile of A.
+    Each tile's rows are padded by ``pad`` elements (``storage_pad``):
+    with 8, the eight 16-byte rows that one ldmatrix phase reads (lowering loads the
+    operand fragments by ldmatrix, ``tcomp.lower.fragments``) fall in eight different
+    groups of four banks, where unpadded 64- or 256-byte rows share banks 4 or 8 ways.
+
+    ``out`` may have one axis ahead of its rows and columns, bound to ``blockIdx.z``: the
+    slices of a split-K product (``s.rfactor``), each block reducing one slice of k."""
+    *lead, M, N = out.shape
+    if len(lead) > 1:
+        raise ScheduleError(f"mma_warp_tiles tiles the last two axes of {out.name} and binds one axis ahead of "
+                            f"them to blockIdx.z; {out.name} has {len(out.shape)} axes")
     K = s[product].op.reduce_axis[0].extent
     if M < BM or N < BN or K % BK or BK % MMA_K:
         raise ScheduleError(f"the mma tiles need M >= BM = {BM}, N >= BN = {BN} (a last block that does not fit "
@@ -389,7 +405,9 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     acc = s.cache_write(product, "local") if product == out.name else s[product].op.output
     a_shared = s.cache_read(a, "shared", [acc])
     b_shared = s.cache_read(b, "shared", [acc])
-    i, j = s[out].axis
+    *slices, i, j = s[out].axis
+    for axis in slices:
+        s[out].bind(axis, "blockIdx.z")
     bi, bj, ii, jj = s[out].tile(i, j, BM, BN)
     wi, ii = s[out].split(ii, WM)
     wj, jj = s[out].split(jj, WN)
@@ -410,15 +428,17 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     (k,) = s[acc].reduce_axis
     ko, ki = s[acc].split(k, BK)
     kt, ki = s[acc].split(ki, MMA_K)
-    ci, cj = s[acc].axis
+    *stacked, ci, cj = s[acc].axis
     tile_i, reg_i = s[acc].split(ci, 2)
     tile_j, reg_j = s[acc].split(cj, 2)
-    s[acc].reorder(ko, kt, tile_i, tile_j, ki, reg_i, reg_j)
-    for ax in (kt, tile_i, tile_j, reg_i, reg_j):
+    s[acc].reorder(ko, kt, *stacked, tile_i, tile_j, ki, reg_i, reg_j)
+    for ax in (kt, *stacked, tile_i, tile_j, reg_i, reg_j):
         s[acc].unroll(ax)
     warps = (BM // WM) * (BN // WN)
     for cache in (a_shared, b_shared):
         s[cache].compute_at(s[acc], ko)
+        if pad:
+            s[cache].storage_pad(s[cache].axis[-1], pad)
         _cooperative_fill(s, cache, warps, 32, vector)
         if stages:
             s[cache].pipeline(stages)
@@ -438,8 +458,8 @@ class MmaTiling(Rule):
         return product is not None and _operands_of_16_bits(group, product[0])
 
     def choices(self, group, space):
-        return {"BM": [64, 128], "BN": [64, 128, 256], "BK": [16, 32], "WM": [32, 64], "WN": [32, 64],
-                "stages": [0, 3]}
+        return {"BM": [16, 64, 128], "BN": [64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64], "WN": [32, 64],
+                "stages": [0, 3, 4]}
 
     def valid(self, group, space, p):
         M, N = space.stages[group.anchor].shape
@@ -450,7 +470,7 @@ class MmaTiling(Rule):
         per_fill = 8 * threads  # 16-byte vectors of eight 16-bit values
         tiles = max(1, p["stages"])
         return (threads <= 512 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BK"] * p["BN"]) % per_fill == 0
-                and (p["BM"] + p["BN"]) * p["BK"] * 2 * tiles <= SHARED_BYTES
+                and (p["BM"] * (p["BK"] + MMA_PAD) + p["BK"] * (p["BN"] + MMA_PAD)) * 2 * tiles <= SHARED_BYTES
                 and (not p["stages"] or not group.staged))
 
     def apply(self, s, group, p):

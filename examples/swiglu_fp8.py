@@ -1,0 +1,89 @@
+"""SwiGLU with per-row float8 quantization, in bfloat16:
+
+    G = bf16(A @ W_g),  U = bf16(A @ W_u),  Z = bf16(bf16(silu(G)) * U)
+    R[i] = max_j |Z[i, j]|,  Q = quantize(Z, R[i] / 448, float8_e4m3)
+
+The gate and up weights come stacked, ``W[0] = W_g`` and ``W[1] = W_u`` (as the merged
+``gate_up_proj`` of LLM inference engines), so that the two projections are one product
+``P[h, i, j] = sum_k A[i, k] W[h, k, j]`` whose k loop feeds both from one tile of A. The
+rounding points are PyTorch eager's: each projection's result, SiLU's and the product's
+are bfloat16.
+
+The quantization needs the whole row's max, so the schedule runs in two phases (two
+kernels): Z on the tensor cores (``mma_warp_tiles``: each lane holds the gate and the up
+accumulators of the same outputs and computes Z from them), then one block per row that
+takes the row's max in 256 interleaved partial maxima in shared memory and quantizes the
+row. ``tc.check`` refuses a schedule that quantizes with a partial max.
+
+    tcomp check examples/swiglu_fp8.py --shape M=64,N=64,K=64
+    tcomp bench examples/swiglu_fp8.py          # on a GPU
+"""
+
+import sys
+from pathlib import Path
+
+import tcomp as tc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from gemm_bf16 import mma_warp_tiles, required_mma_tiles  # noqa: E402  (blocks, warp tiles and mma.sync tiles)
+
+FP8_MAX = 448.0
+#: threads of the quantizing phase's blocks, each with its own partial max of the row
+ROW_THREADS = 256
+
+
+def algorithm(M=1024, N=12288, K=4096):
+    """Q = quantize(Z, rowmax|Z| / 448, float8_e4m3), Z = SwiGLU of A with the stacked
+    gate and up weights W (2 x K x N), all in bfloat16."""
+    A = tc.placeholder((M, K), "bfloat16", name="A")
+    W = tc.placeholder((2, K, N), "bfloat16", name="W")
+    k = tc.reduce_axis(K, name="k")
+    P = tc.compute((2, M, N), lambda h, i, j: tc.sum(tc.cast(A[i, k], "float32") * tc.cast(W[h, k, j], "float32"),
+                                                     axis=k), name="P")
+    G = tc.compute((M, N), lambda i, j: tc.cast(P[0, i, j], "bfloat16"), name="G")
+    U = tc.compute((M, N), lambda i, j: tc.cast(P[1, i, j], "bfloat16"), name="U")
+    S = tc.compute((M, N), lambda i, j: tc.cast(tc.silu(G[i, j]), "bfloat16"), name="S")
+    Z = tc.compute((M, N), lambda i, j: tc.cast(S[i, j] * U[i, j], "bfloat16"), name="Z")
+    n = tc.reduce_axis(N, name="n")
+    R = tc.compute((M,), lambda i: tc.max(tc.abs(Z[i, n]), axis=n), name="R")
+    return tc.compute((M, N), lambda i, j: tc.quantize(Z[i, j], R[i] / FP8_MAX, "float8_e4m3"), name="Q")
+
+
+def schedule(s, out):
+    """Phase 1: Z in blocks of warp tiles of mma.sync tiles (``gemm_bf16.mma_tiles_for``, with
+    the warp tiles' columns halved: each lane holds two accumulators per output), the
+    roundings and SiLU inlined into its epilogue. Phase 2: :func:`quantize_rows`."""
+    M, N = out.shape
+    tiles = required_mma_tiles(M, N, s["P"].op.reduce_axis[0].extent)
+    tiles["WN"] = max(16, tiles["WN"] // 2)  # the gate's and the up projection's accumulators
+    for name in ("G", "U", "S"):
+        s[name].compute_inline()
+    mma_warp_tiles(s, s["Z"].op.output, "P", "A", "W", **tiles)
+    quantize_rows(s, out)
+
+
+def quantize_rows(s, out, threads=ROW_THREADS, vector=8):
+    """One block per row of Q: ``threads`` partial maxima of |Z| (thread t reads t,
+    t + threads, ... so that a warp reads consecutive elements) in shared memory, their
+    max after a barrier, then the row quantized ``vector`` elements per thread at once."""
+    M, N = out.shape
+    threads = min(threads, N)
+    parts = threads if N % threads == 0 else 1
+    i, j = s[out].axis
+    s[out].bind(i, "blockIdx.x")
+    if N % (threads * vector) == 0:
+        j, lanes = s[out].split(j, vector)
+        s[out].vectorize(lanes)
+    _, tj = s[out].split(j, threads)
+    s[out].bind(tj, "threadIdx.x")
+    R = s["R"].op.output
+    if parts > 1:
+        partial = s.rfactor(R, parts, interleaved=True)
+        s[partial].set_scope("shared")
+        s[partial].compute_at(s[out], i)
+        s[partial].bind(s[partial].axis[0], "threadIdx.x")
+    s[R].set_scope("shared")
+    s[R].compute_at(s[out], i)
+
+
+SCHEDULES = {"schedule": schedule}

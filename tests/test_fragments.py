@@ -1,0 +1,106 @@
+"""The operands of tensorized products load by ldmatrix (``tcomp.lower.fragments``): one
+``ldmatrix.x4`` per A fragment and one ``.x2.trans`` per B fragment (``.x4.trans`` for two
+neighbouring ones), each loaded once for all the 16 x 8 tiles of a warp tile that use it; a transposed tile of A loads with
+``.trans``; operands that ldmatrix cannot read keep their element loads. Run in the
+simulator through ldmatrix's model and checked against float64."""
+
+import sys
+from pathlib import Path
+
+import pytest
+
+import tcomp as tc
+from tcomp.cost.analysis import analyze_kernel
+from tcomp.ir.stmt import For, FragmentLoad, WarpMma
+from test_tensorize import _one_warp, _run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import gemm_bf16  # noqa: E402
+
+
+def _nodes_with_loops(stmt, kind, loops=()):
+    """(node, enclosing For loops) for every node of type ``kind`` under ``stmt``."""
+    if isinstance(stmt, kind):
+        yield stmt, loops
+    for child in getattr(stmt, "stmts", ()) or ([stmt.body] if hasattr(stmt, "body") else []):
+        yield from _nodes_with_loops(child, kind, loops + ((stmt,) if isinstance(stmt, For) else ()))
+
+
+def _example(M, N, K, **tiles):
+    out = gemm_bf16.algorithm(M, N, K)
+    s = tc.create_schedule(out)
+    if tiles:
+        gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **tiles)
+    else:
+        gemm_bf16.schedule(s, out)
+    return s
+
+
+def _per_k_step(loops) -> int:
+    """Executions per k step of 16: the unrolled loops inside the k-step loop of 16."""
+    n = 1
+    for f in loops:
+        if f.kind == "unroll":
+            n *= f.extent
+    return n
+
+
+def test_a_warp_tile_loads_each_fragment_once():
+    """128 x 128 blocks of 64 x 64 warp tiles, k steps of 32: per k step of 16 a warp
+    does 4 x 8 mma.sync, 4 ldmatrix.x4 of A (one per row of tiles) and 4 ldmatrix.x4.trans
+    of B (one per two columns), where it read 32 fragments of each element by element."""
+    (kernel,) = tc.lower(_example(128, 128, 64)).kernels
+    loads = list(_nodes_with_loops(kernel.body, FragmentLoad))
+    shapes = sorted((f.src.name, f.count, f.trans, _per_k_step(loops)) for f, loops in loads)
+    # k steps of 32 hold two of 16: each count doubles
+    assert shapes == [("A_shared", 4, False, 2 * 4), ("W_shared", 4, True, 2 * 4)]
+    ((mma, loops),) = _nodes_with_loops(kernel.body, WarpMma)
+    assert _per_k_step(loops) == 2 * 32
+    assert len(mma.a_registers) == 4 and len(mma.b_registers) == 2
+
+
+def test_the_lowered_kernel_shows_the_fragments():
+    text = str(tc.lower(_example(128, 128, 64)))
+    assert "= ldmatrix.x4(A_shared[" in text and "= ldmatrix.x4.trans(W_shared[" in text
+    # a ring of 3 tiles of 128 rows of 32 + 8 (padded by 16 bytes); B's rows 128 + 8
+    assert "A_shared = alloc shared bfloat16[15360]" in text and "W_shared = alloc shared bfloat16[13056]" in text
+    assert "a=(A_shared_frag[0], A_shared_frag[1], A_shared_frag[2], A_shared_frag[3])" in text
+
+
+def test_the_examples_tiles_match_float64_with_and_without_padding(rng):
+    for pad in (8, 0):
+        s = _example(64, 64, 64, BM=64, BN=64, BK=32, WM=32, WN=32, stages=3, pad=pad)
+        _run(s, 64, 64, 64, "bfloat16", rng)
+
+
+def test_a_transposed_tile_of_a_loads_with_trans(rng):
+    s = _one_warp(32, 16, 48, a_tile="columns")
+    (kernel,) = tc.lower(s).kernels
+    by_source = {f.src.name: f for f, _ in _nodes_with_loops(kernel.body, FragmentLoad)}
+    assert by_source["A_shared"].count == 4 and by_source["A_shared"].trans
+    _run(s, 32, 16, 48, "bfloat16", rng)
+
+
+def test_an_operand_in_device_memory_keeps_its_element_loads(rng):
+    s = _one_warp(32, 16, 48, a_tile="global")
+    (kernel,) = tc.lower(s).kernels
+    ((mma, _),) = _nodes_with_loops(kernel.body, WarpMma)
+    assert mma.a_registers == () and len(mma.b_registers) == 2
+    assert [f.src.name for f, _ in _nodes_with_loops(kernel.body, FragmentLoad)] == ["W_shared"]
+    _run(s, 32, 16, 48, "bfloat16", rng)
+
+
+def test_the_cost_model_sees_the_padding_remove_bank_conflicts():
+    """Unpadded, A's 64-byte rows put four of each ldmatrix phase's eight rows on the same
+    banks and B's 256-byte rows all eight; padded by 16 bytes, none share."""
+    def wavefronts(pad):
+        s = _example(256, 256, 256, BM=128, BN=128, BK=32, WM=64, WN=64, stages=3, pad=pad)
+        return analyze_kernel(tc.lower(s).kernels[0]).l1_wavefronts
+
+    assert wavefronts(0) > 1.5 * wavefronts(8)
+
+
+@pytest.mark.gpu
+def test_the_example_with_ldmatrix_matches_float64_on_the_gpu(rng):
+    s = _example(256, 384, 128)
+    _run(s, 256, 384, 128, "bfloat16", rng)

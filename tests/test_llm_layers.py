@@ -1,0 +1,168 @@
+"""The LLM layers on the tensor cores, in the simulator against float64 references:
+SwiGLU with per-row float8 quantization (examples/swiglu_fp8.py: both projections in one
+k loop from one tile of A, then the row's max and the quantization as a second phase) and
+the FFN projection at a decode step (examples/ffn_bf16.py with 16 rows: k in slices on
+blockIdx.z, the epilogue on the slices' sum)."""
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tcomp as tc
+from tcomp.ir.stmt import For, FragmentLoad, WarpMma
+from tcomp.lang.evaluate import placeholders_of
+from workloads import int_sentinel, json_from_a_process_without_the_simulator
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+import ffn_bf16  # noqa: E402
+import swiglu_fp8  # noqa: E402
+
+
+def _inputs(out, rng):
+    """Fresh bf16 inputs for every placeholder of ``out``; weights scaled by 1 / sqrt(K)."""
+    feeds = {}
+    for p in placeholders_of(out):
+        scale = 1.0 if p.name == "A" else 1.0 / np.sqrt(p.shape[-2])
+        feeds[p] = (rng.standard_normal(p.shape) * scale).astype(ml_dtypes.bfloat16)
+    return feeds
+
+
+def _fp8_steps(got, want) -> np.ndarray:
+    """How many float8_e4m3 values lie between ``got`` and ``want`` (0: equal)."""
+    as_int = [np.asarray(x, ml_dtypes.float8_e4m3fn).view(np.uint8).astype(int) for x in (got, want)]
+    # sign-magnitude bits to a monotonic integer line
+    line = [np.where(b & 0x80, -(b & 0x7F), b & 0x7F) for b in as_int]
+    return np.abs(line[0] - line[1])
+
+
+def _swiglu(M, N, K):
+    out = swiglu_fp8.algorithm(M, N, K)
+    s = tc.create_schedule(out)
+    swiglu_fp8.schedule(s, out)
+    return out, s
+
+
+def test_swiglu_matches_the_reference_in_two_kernels(rng):
+    """The mma.sync sums may round a projection to the other neighbouring bf16 value than
+    the float64-accumulated reference; the fp8 result then moves by at most one step."""
+    M, N, K = 32, 64, 32
+    out, s = _swiglu(M, N, K)
+    program = tc.lower(s)
+    assert [k.name for k in program.kernels] == ["k_Z", "k_Q"]
+    feeds = _inputs(out, rng)
+    got = np.full((M, N), np.nan, ml_dtypes.float8_e4m3fn)
+    tc.build(s)(*feeds.values(), got)
+    want = tc.evaluate(out, feeds)
+    assert not np.isnan(got.astype(np.float32)).any()
+    steps = _fp8_steps(got, want)
+    assert steps.max() <= 1 and (steps > 0).mean() <= 0.01
+    # every row reaches the format's largest value: the scale is the complete row's max
+    assert (np.abs(got.astype(np.float32)).max(axis=1) == swiglu_fp8.FP8_MAX).all()
+
+
+def test_swiglu_feeds_both_projections_from_one_tile_of_a():
+    """One A tile and one stacked W tile per k step; A's fragments are loaded once for the
+    gate and the up projection (outside the loop over the two)."""
+    _, s = _swiglu(64, 128, 64)
+    kernel = tc.lower(s).kernels[0]
+    text = str(kernel)
+    assert text.count("alloc shared") == 2
+    # 3 stages x 2 projections x 32 k x (64 + 8): the rows of the stacked tile padded for ldmatrix
+    assert "W_shared = alloc shared bfloat16[13824]" in text
+    loads = []
+
+    def visit(stmt, loops):
+        if isinstance(stmt, FragmentLoad):
+            loads.append((stmt, loops))
+        if isinstance(stmt, WarpMma):
+            loads.append((stmt, loops))
+        for child in getattr(stmt, "stmts", ()) or ([stmt.body] if hasattr(stmt, "body") else []):
+            visit(child, loops + ((stmt,) if isinstance(stmt, For) else ()))
+
+    visit(kernel.body, ())
+    unrolled = {id(node): int(np.prod([f.extent for f in loops if f.kind == "unroll"])) for node, loops in loads}
+    a_loads = [unrolled[id(n)] for n, _ in loads if isinstance(n, FragmentLoad) and n.src.name == "A_shared"]
+    mmas = [unrolled[id(n)] for n, _ in loads if isinstance(n, WarpMma)]
+    # 64 x 64 blocks of 32 x 16 warp tiles, k steps of 32: per k step 2 x 2 row tiles of A,
+    # 2 x 2 (projections) x 2 x 2 (rows, columns) instructions
+    assert a_loads == [2 * 2] and mmas == [2 * 2 * 2 * 2]
+
+
+def test_swiglu_quantizing_inside_the_row_max_is_refused():
+    """Quantizing as the max goes would use a partial max: tc.check says so."""
+    out = swiglu_fp8.algorithm(32, 64, 32)
+    s = tc.create_schedule(out)
+    (n,) = s["R"].reduce_axis
+    s[out].reverse_compute_at(s["R"], n)
+    with pytest.raises(tc.IllegalScheduleError, match=r"reads R\[0\], which R still updates"):
+        tc.check(s)
+
+
+def test_the_decode_step_splits_k_and_matches_the_reference(rng):
+    """16 rows: 2 x 1 output blocks would leave the SMs idle, so k runs in 2 slices on
+    blockIdx.z and a second kernel adds them before the bf16 rounding, SiLU and int8."""
+    M, N, K = 16, 64, 128
+    out = ffn_bf16.algorithm(M, N, K)
+    s = tc.create_schedule(out)
+    ffn_bf16.schedule(s, out)
+    program = tc.lower(s)
+    assert [(k.name, k.grid[2]) for k in program.kernels] == [("k_C_rf", 2), ("k_Q", 1)]
+    assert {r.stage for r in tc.check(s).reassociations} == {"C", "C_rf_local"}  # split-K and mma.sync
+    feeds = _inputs(out, rng)
+    want = tc.evaluate(out, feeds)
+    got = np.full((M, N), int_sentinel("int8", want), np.int8)
+    tc.build(s)(*feeds.values(), got)
+    diff = np.abs(got.astype(int) - want.astype(int))
+    assert diff.max() <= 1 and (diff > 0).mean() <= 0.01
+
+
+_ASSEMBLE = """
+import json, sys
+sys.path.insert(0, "examples")
+import ffn_bf16, swiglu_fp8, tcomp as tc
+from tcomp.codegen.ptx import ptx_report
+from tcomp.lower import lower
+rows = []
+for module, shape in ((ffn_bf16, dict(M=16, N=12288, K=4096)), (swiglu_fp8, dict(M=1024, N=12288, K=4096))):
+    out = module.algorithm(**shape)
+    s = tc.create_schedule(out)
+    module.schedule(s, out)
+    program = lower(s)
+    for kernel, r in zip(program.kernels, ptx_report(program)):
+        rows.append(dict(kernel=r.kernel, grid=kernel.grid, spills=r.spill_stores + r.spill_loads,
+                         registers=r.registers, mma=r.ptx.count("mma.sync.aligned.m16n8k16")))
+print(json.dumps(rows))
+"""
+
+
+@pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs CUDA's ptxas on the PATH")
+def test_the_decode_and_swiglu_kernels_assemble_for_sm90a_at_full_size():
+    rows = {r["kernel"]: r for r in json_from_a_process_without_the_simulator(["-c", _ASSEMBLE])}
+    assert rows["k_C_rf"]["grid"] == [96, 1, 2]  # 96 column blocks of 128, k in 2 slices: 192 blocks
+    assert rows["k_C_rf"]["mma"] > 0 and rows["k_Z"]["mma"] > 0
+    for r in rows.values():
+        assert r["spills"] == 0 and r["registers"] <= 255, r
+
+
+@pytest.mark.gpu
+def test_swiglu_and_the_decode_step_match_on_the_gpu(rng):
+    for module, (M, N, K) in ((swiglu_fp8, (256, 512, 256)), (ffn_bf16, (16, 1024, 512))):
+        out = module.algorithm(M, N, K)
+        s = tc.create_schedule(out)
+        module.schedule(s, out)
+        feeds = _inputs(out, rng)
+        want = tc.evaluate(out, feeds)
+        if module is swiglu_fp8:
+            got = np.full((M, N), np.nan, ml_dtypes.float8_e4m3fn)
+            tc.build(s)(*feeds.values(), got)
+            steps = _fp8_steps(got, want)
+        else:
+            got = np.full((M, N), int_sentinel("int8", want), np.int8)
+            tc.build(s)(*feeds.values(), got)
+            steps = np.abs(got.astype(int) - want.astype(int))
+        assert steps.max() <= 1 and (steps > 0).mean() <= 0.001, json.dumps(int((steps > 0).sum()))
