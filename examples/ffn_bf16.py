@@ -41,38 +41,38 @@ def schedule(s, out):
     in 3-stage cp.async rings), C accumulated in each lane's registers; the bf16 rounding,
     SiLU and quantization inlined into the epilogue each lane runs on its accumulators.
     Smaller tiles for smaller outputs; where K is not a multiple of 16 (or the output is
-    under 16 x 32), :func:`cuda_cores`; under 32 rows, :func:`decode`."""
+    under 16 x 32), :func:`cuda_cores`; few rows, :func:`decode` (:func:`decode_slices`)."""
     M, N = out.shape
-    tiles = mma_tiles_for(M, N, s["C"].op.reduce_axis[0].extent)
+    K = s["C"].op.reduce_axis[0].extent
+    tiles = mma_tiles_for(M, N, K)
     if tiles is None:
         cuda_cores(s, out)
         return
-    if M < 32:
-        decode(s, out)
+    parts = decode_slices(M, N, K, tiles)
+    if parts:
+        decode(s, out, tiles, parts)
         return
     s["Cb"].compute_inline()
     s["Y"].compute_inline()
     mma_warp_tiles(s, out, "C", "A", "W", **tiles)
 
 
-def decode(s, out, threads=256):
-    """Few rows (M = 16: a decode step), where the output's 16 x 128 blocks alone leave
-    SMs idle: k in 2 or 4 slices (``s.rfactor``, the slices on ``blockIdx.z``) so that
-    the blocks cover the GPU, each slice's product on the tensor cores
-    (:func:`mma_tiles_for`), then a second kernel in which each of ``threads`` threads a
-    block adds one output's slices and runs the bf16 rounding, SiLU and quantization on
-    the complete sum."""
-    M, N = out.shape
-    K = s["C"].op.reduce_axis[0].extent
-    tiles = mma_tiles_for(M, N, K)
+def decode_slices(M: int, N: int, K: int, tiles: dict) -> int | None:
+    """Slices of k for few rows (under 32: a decode step) whose blocks alone leave SMs
+    idle: the fewest of 2 and 4 that cover the SMs (else the most that divide K), or None."""
     blocks = -(-M // tiles["BM"]) * -(-N // tiles["BN"])
     fitting = [p for p in (2, 4) if K % (p * tiles["BK"]) == 0]
-    if not fitting or blocks >= SMS:
-        s["Cb"].compute_inline()
-        s["Y"].compute_inline()
-        mma_warp_tiles(s, out, "C", "A", "W", **tiles)
-        return
-    parts = next((p for p in fitting if blocks * p >= SMS), fitting[-1])
+    if M >= 32 or blocks >= SMS or not fitting:
+        return None
+    return next((p for p in fitting if blocks * p >= SMS), fitting[-1])
+
+
+def decode(s, out, tiles: dict, parts: int, threads=256):
+    """A decode step: k in ``parts`` slices (``s.rfactor``, the slices on ``blockIdx.z``)
+    so that the blocks cover the GPU, each slice's product on the tensor cores in
+    ``tiles`` (:func:`mma_tiles_for`), then a second kernel in which each of ``threads``
+    threads a block adds one output's slices and runs the bf16 rounding, SiLU and
+    quantization on the complete sum."""
     partial = s.rfactor("C", parts)
     mma_warp_tiles(s, partial, partial.name, "A", "W", **tiles)
     s["Cb"].compute_inline()

@@ -159,6 +159,18 @@ def test_the_example_schedule_names_the_shapes_it_needs():
         gemm_bf16.schedule(tc.create_schedule(out), out)
 
 
+def test_mma_warp_tiles_refuses_more_than_one_axis_ahead_of_the_tile():
+    A = tc.placeholder((16, 32), "bfloat16", name="A")
+    W = tc.placeholder((2, 2, 32, 32), "bfloat16", name="W")
+    k = tc.reduce_axis(32, name="k")
+    P = tc.compute((2, 2, 16, 32), lambda g, h, i, j: tc.sum(tc.cast(A[i, k], "float32") *
+                                                            tc.cast(W[g, h, k, j], "float32"), axis=k), name="P")
+    s = tc.create_schedule(P)
+    with pytest.raises(tc.ScheduleError, match=r"tiles the last two axes of P and binds one axis ahead of them "
+                                               r"to blockIdx.z; P has 4 axes"):
+        gemm_bf16.mma_warp_tiles(s, P, "P", "A", "W", BM=16, BN=32, BK=16, WM=16, WN=32)
+
+
 def test_refuses_a_guarded_nest():
     s = _one_warp(16, 8, 24)  # K = 24: the second k step is cut at 8
     with pytest.raises(tc.ScheduleError, match=r"the multiply-add is guarded"):

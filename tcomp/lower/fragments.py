@@ -33,6 +33,7 @@ a fragment's load and its use.
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 
 from ..ir.expr import IntImm, Load, Var, binary
@@ -87,7 +88,7 @@ class _Plan:
         self.extents = extents  # of the loops around, lanes included
         self.level = level  # the fill goes just inside chain[level - 1] (0: before the nest)
         self.fill_loops = fill_loops  # loops of the nest at or below level that the address uses
-        self.buffer = Buffer(f"{src.name}_frag", "int32", (count * _product(f.extent for f in fill_loops),), "local")
+        self.buffer = Buffer(f"{src.name}_frag", "int32", (count * math.prod(f.extent for f in fill_loops),), "local")
 
     def flat(self, mapping: dict):
         """The index of this lane's first register in the fragment buffer, with the fill
@@ -262,13 +263,6 @@ def _lane_address(first_index, functions, envs, lane: Var, others: list, trans: 
                for ln in range(32)):
             return None
     return address
-
-
-def _product(values) -> int:
-    p = 1
-    for v in values:
-        p *= v
-    return p
 
 
 __all__ = ["load_fragments"]
