@@ -22,7 +22,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import bf16_benchmark_args, bf16_operands, time_cuda  # noqa: E402  (benchmarks/timing.py)
+from timing import bf16_benchmark_args, bf16_operands, time_cuda, variant_label  # noqa: E402  (benchmarks/timing.py)
 
 
 def main(argv=None) -> int:
@@ -53,10 +53,12 @@ def main(argv=None) -> int:
         return d.max().item(), (d > 0).float().mean().item() * 100
 
     rows, worst = [], 0
-    for name, label in (("schedule", "tcomp fused (tensor cores)"), ("cuda_cores", "tcomp fused (CUDA cores)")):
+    schedules = [("tcomp fused (tensor cores)", ffn.schedule), ("tcomp fused (CUDA cores)", ffn.cuda_cores)] + [
+        (f"tcomp {variant_label(v)}", lambda s, Q, v=v: ffn.schedule(s, Q, **v)) for v in args.variants]
+    for label, apply in schedules:
         Q = ffn.algorithm(M, N, K)
         s = tc.create_schedule(Q)
-        getattr(ffn, name)(s, Q)
+        apply(s, Q)
         mod = tc.build(s)
         q = torch.full((M, N), -99, dtype=torch.int8, device="cuda")
         mod(a, w, q)
@@ -72,9 +74,9 @@ def main(argv=None) -> int:
         baselines.append(("torch.compile of eager", time_cuda(compiled, args.repeat), compiled()))
     for name, t, out in rows + baselines:
         dmax, pct = differ(out)
-        print(f"{name:28s} {t * 1e3:8.3f} ms {flops / t / 1e12:7.1f} TFLOP/s  vs float64 reference: "
+        print(f"{name:34s} {t * 1e3:8.3f} ms {flops / t / 1e12:7.1f} TFLOP/s  vs float64 reference: "
               f"max |diff| {dmax}, {pct:.4f}% differ", flush=True)
-    print(f"{'cuBLAS bf16 matmul alone':28s} {t_matmul * 1e3:8.3f} ms {flops / t_matmul / 1e12:7.1f} TFLOP/s")
+    print(f"{'cuBLAS bf16 matmul alone':34s} {t_matmul * 1e3:8.3f} ms {flops / t_matmul / 1e12:7.1f} TFLOP/s")
     for name, t, _ in rows:
         print(f"{name} / eager time: {t / t_eager:.2f}x")
     return 0 if worst <= 1 else 1

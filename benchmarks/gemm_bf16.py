@@ -36,6 +36,9 @@ VARIANTS = [
     ("256x128 blocks, 64x64 warps, BK 32, 3 stages", dict(BM=256, BN=128, BK=32, WM=64, WN=64, stages=3)),
     ("128x256 blocks, 64x64 warps, BK 64, 3 stages", dict(BM=128, BN=256, BK=64, WM=64, WN=64, stages=3)),
     ("64x64 blocks, 32x32 warps, BK 32, 3 stages", dict(BM=64, BN=64, BK=32, WM=32, WN=32, stages=3)),
+    ("128x128 blocks, 64x64 warps, BK 64, 4 stages", dict(BM=128, BN=128, BK=64, WM=64, WN=64, stages=4)),
+    ("128x128 blocks, 64x64 warps, BK 32, 4 stages, rows fastest", dict(BM=128, BN=128, BK=32, WM=64, WN=64,
+                                                                        stages=4, rows_fastest=True)),
 ]
 
 

@@ -20,7 +20,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import bf16_benchmark_args, bf16_operands, time_cuda  # noqa: E402  (benchmarks/timing.py)
+from timing import bf16_benchmark_args, bf16_operands, time_cuda, variant_label  # noqa: E402  (benchmarks/timing.py)
 
 
 def main(argv=None) -> int:
@@ -57,15 +57,18 @@ def main(argv=None) -> int:
         return d.max().item(), (d > 0).float().mean().item() * 100
 
     flops = 2.0 * 2 * M * N * K
-    out = sw.algorithm(M, N, K)
-    s = tc.create_schedule(out)
-    sw.schedule(s, out)
-    mod = tc.build(s)
-    q = torch.full((M, N), float("nan"), device="cuda").to(fp8)
-    mod(a, w, q)
-    torch.cuda.synchronize()
-    rows = [("tcomp, two kernels (tensor cores)", time_cuda(lambda: mod(a, w, q), args.repeat), q)]
-    rows.append(("PyTorch eager (cuBLAS bf16)", time_cuda(eager, args.repeat), eager()))
+    tcomp_rows = []
+    for label, overrides in [("tcomp, two kernels (tensor cores)", {})] + [
+            (f"tcomp {variant_label(v)}", v) for v in args.variants]:
+        out = sw.algorithm(M, N, K)
+        s = tc.create_schedule(out)
+        sw.schedule(s, out, **overrides)
+        mod = tc.build(s)
+        q = torch.full((M, N), float("nan"), device="cuda").to(fp8)
+        mod(a, w, q)
+        torch.cuda.synchronize()
+        tcomp_rows.append((label, time_cuda(lambda: mod(a, w, q), args.repeat), q))
+    rows = tcomp_rows[:1] + [("PyTorch eager (cuBLAS bf16)", time_cuda(eager, args.repeat), eager())] + tcomp_rows[1:]
     if not args.no_compile:
         compiled = torch.compile(eager)
         rows.append(("torch.compile of eager", time_cuda(compiled, args.repeat), compiled()))

@@ -68,16 +68,37 @@ def build_sgemm(s, a, b, ref):
 
 
 def bf16_benchmark_args(doc: str, argv=None, shape: str = "1024,12288,4096"):
-    """The command line of the bf16 layer benchmarks: ``--shape M,N,K``, ``--repeat`` and
-    ``--no-compile`` (skip the torch.compile baseline); returns (args, (M, N, K))."""
+    """The command line of the bf16 layer benchmarks: ``--shape M,N,K``, ``--repeat``,
+    ``--no-compile`` (skip the torch.compile baseline) and ``--variant KEY=VALUE,...``
+    (repeatable: one more tcomp row, the example's schedule with those ``mma_warp_tiles``
+    arguments replaced; ``args.variants`` holds them as dicts); returns (args, (M, N, K))."""
     import argparse
 
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default=shape, help="M,N,K")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    parser.add_argument("--variant", action="append", default=[], metavar="KEY=VALUE,...",
+                        help="also time the schedule with these mma_warp_tiles arguments, e.g. stages=4,BK=64")
     args = parser.parse_args(argv)
+    args.variants = [tile_overrides(text) for text in args.variant]
     return args, tuple(int(x) for x in args.shape.split(","))
+
+
+def tile_overrides(text: str) -> dict:
+    """``"stages=4,rows_fastest=1"`` -> ``{"stages": 4, "rows_fastest": 1}`` (integers only)."""
+    overrides = {}
+    for item in filter(None, text.split(",")):
+        key, sep, value = item.partition("=")
+        if not sep or not value.strip().lstrip("-").isdigit():
+            raise SystemExit(f"--variant takes KEY=INTEGER items separated by commas; got {item!r}")
+        overrides[key.strip()] = int(value)
+    return overrides
+
+
+def variant_label(overrides: dict) -> str:
+    """A row label for a ``--variant``: ``stages=4 rows_fastest=1``."""
+    return " ".join(f"{k}={v}" for k, v in overrides.items())
 
 
 def bf16_operands(M: int, K: int, weight_shape: tuple):

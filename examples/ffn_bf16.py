@@ -36,18 +36,22 @@ def algorithm(M=1024, N=12288, K=4096):
     return tc.compute((M, N), lambda i, j: tc.quantize(Y[i, j], SCALE, "int8"), name="Q")
 
 
-def schedule(s, out):
+def schedule(s, out, **tile_overrides):
     """Q in 128 x 128 blocks of four 64 x 64 warp tiles of mma.sync tiles (k steps of 32
-    in 3-stage cp.async rings), C accumulated in each lane's registers; the bf16 rounding,
+    in 4-stage cp.async rings, the blocks of a column of blocks launched together:
+    ``gemm_bf16.mma_tiles_for``), C accumulated in each lane's registers; the bf16 rounding,
     SiLU and quantization inlined into the epilogue each lane runs on its accumulators.
     Smaller tiles for smaller outputs; where K is not a multiple of 16 (or the output is
-    under 16 x 32), :func:`cuda_cores`; few rows, :func:`decode` (:func:`decode_slices`)."""
+    under 16 x 32), :func:`cuda_cores`; few rows, :func:`decode` (:func:`decode_slices`).
+    ``tile_overrides`` replace ``mma_warp_tiles`` arguments (``benchmarks/ffn_bf16.py
+    --variant``)."""
     M, N = out.shape
     K = s["C"].op.reduce_axis[0].extent
     tiles = mma_tiles_for(M, N, K)
     if tiles is None:
         cuda_cores(s, out)
         return
+    tiles.update(tile_overrides)
     parts = decode_slices(M, N, K, tiles)
     if parts:
         decode(s, out, tiles, parts)

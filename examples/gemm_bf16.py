@@ -4,9 +4,9 @@ The schedule tiles C into blocks, the blocks into warp tiles, and each warp tile
 16 x 8 tiles of ``mma.sync.m16n8k16`` (``s[T].tensorize``): every lane of a warp holds
 the four accumulators the instruction's layout gives it, and each k step of 16 is one
 instruction per 16 x 8 tile. A and W are staged through shared memory a k step of BK at a
-time, through 3-stage cp.async rings of 16-byte copies. A's operand registers are single
-32-bit shared loads (two consecutive k); B's are two 16-bit loads side by side (no
-ldmatrix yet).
+time, through 4-stage cp.async rings of 16-byte copies into tiles whose rows are padded by
+16 bytes; the operand fragments come from them by ldmatrix (``tcomp.lower.fragments``).
+0.443 ms at 4096^3 on the H200, 0.405x cuBLAS bf16 (BENCHMARKS.md).
 
     tcomp check examples/gemm_bf16.py
     tcomp bench examples/gemm_bf16.py          # on a GPU
@@ -27,11 +27,13 @@ def algorithm(M=4096, N=4096, K=4096):
 
 def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
     """``mma_warp_tiles``' sizes for an M x N x K product: 128 x 128 blocks of four 64 x 64
-    warp tiles (the fastest of ``benchmarks/gemm_bf16.py``'s variants on the H200), smaller
-    ones for smaller outputs, k steps of 32 (16 where K is an odd multiple of 16) in
-    3-stage rings; for fewer than 32 rows (a decode step) 16 x 128 blocks of four 16 x 32
-    warp tiles, k steps of 64 in 4-stage rings (the weights stream through). None where K
-    is not a multiple of 16 or the output is under 16 x 32."""
+    warp tiles in 4-stage rings, the blocks of a column of blocks launched together where
+    the output is wider than tall (the fastest of ``benchmarks/gemm_bf16.py``'s and
+    ``benchmarks/ffn_bf16.py``'s variants on the H200), smaller ones in 3-stage rings for
+    smaller outputs, k steps of 32 (16 where K is an odd multiple of 16); for fewer than
+    32 rows (a decode step) 16 x 128 blocks of four 16 x 32 warp tiles, k steps of 64 in
+    4-stage rings (the weights stream through). None where K is not a multiple of 16 or
+    the output is under 16 x 32."""
     if K % MMA_K or M < 16 or N < 32:
         return None
     BK = 32 if K % 32 == 0 else 16
@@ -40,7 +42,8 @@ def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
         return dict(BM=16, BN=128 if wide else 32, BK=64 if K % 64 == 0 else BK, WM=16, WN=32 if wide else 16,
                     stages=4)
     if M >= 128 and N >= 128:
-        return dict(BM=128, BN=128, BK=BK, WM=64, WN=64, stages=3)
+        # rows fastest where the output has more block columns than rows (a wide weight)
+        return dict(BM=128, BN=128, BK=BK, WM=64, WN=64, stages=4, rows_fastest=N > M)
     if M >= 64 and N >= 64:
         return dict(BM=64, BN=64, BK=BK, WM=32, WN=32, stages=3)
     return dict(BM=32, BN=32, BK=BK, WM=32, WN=32, stages=3)

@@ -1,7 +1,7 @@
 """SwiGLU with per-row float8 quantization, in bfloat16:
 
     G = bf16(A @ W_g),  U = bf16(A @ W_u),  Z = bf16(bf16(silu(G)) * U)
-    R[i] = max_j |Z[i, j]|,  Q = quantize(Z, R[i] / 448, float8_e4m3)
+    R[i] = max_j |Z[i, j]|,  Q = quantize(Z, float32(R[i]) / 448, float8_e4m3)
 
 The gate and up weights come stacked, ``W[0] = W_g`` and ``W[1] = W_u`` (as the merged
 ``gate_up_proj`` of LLM inference engines), so that the two projections are one product
@@ -46,16 +46,21 @@ def algorithm(M=1024, N=12288, K=4096):
     Z = tc.compute((M, N), lambda i, j: tc.cast(S[i, j] * U[i, j], "bfloat16"), name="Z")
     n = tc.reduce_axis(N, name="n")
     R = tc.compute((M,), lambda i: tc.max(tc.abs(Z[i, n]), axis=n), name="R")
-    return tc.compute((M, N), lambda i, j: tc.quantize(Z[i, j], R[i] / FP8_MAX, "float8_e4m3"), name="Q")
+    # the scale in float32, as PyTorch's ``amax / 448`` of a float32 view of Z
+    return tc.compute((M, N), lambda i, j: tc.quantize(Z[i, j], tc.cast(R[i], "float32") / FP8_MAX, "float8_e4m3"),
+                      name="Q")
 
 
-def schedule(s, out):
+def schedule(s, out, **tile_overrides):
     """Phase 1: Z in blocks of warp tiles of mma.sync tiles (``gemm_bf16.mma_tiles_for``, with
     the warp tiles' columns halved: each lane holds two accumulators per output), the
-    roundings and SiLU inlined into its epilogue. Phase 2: :func:`quantize_rows`."""
+    roundings and SiLU inlined into its epilogue. Phase 2: :func:`quantize_rows`.
+    ``tile_overrides`` replace ``mma_warp_tiles`` arguments (``benchmarks/swiglu_fp8.py
+    --variant``)."""
     M, N = out.shape
     tiles = required_mma_tiles(M, N, s["P"].op.reduce_axis[0].extent)
     tiles["WN"] = max(16, tiles["WN"] // 2)  # the gate's and the up projection's accumulators
+    tiles.update(tile_overrides)
     for name in ("G", "U", "S"):
         s[name].compute_inline()
     mma_warp_tiles(s, s["Z"].op.output, "P", "A", "W", **tiles)

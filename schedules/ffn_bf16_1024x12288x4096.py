@@ -3,9 +3,9 @@
 workload: examples/ffn_bf16.py
 shape:    M=1024, N=12288, K=4096
 target:   NVIDIA H200 (132 SMs)
-measured: 834.9 us, predicted 1.333 ms
-point:    Q: mma_tiling BK=16 BM=128 BN=128 WM=64 WN=32 stages=3
-date:     2026-12-01
+measured: 365.2 us, predicted 414.6 us
+point:    Q: mma_tiling BK=64 BM=128 BN=128 WM=64 WN=32 rows_fastest=True stages=3
+date:     2026-12-02
 
     tcomp bench examples/ffn_bf16.py --schedule schedules/ffn_bf16_1024x12288x4096.py --shape M=1024,N=12288,K=4096
 """
@@ -26,8 +26,8 @@ def schedule(s, out):
     s['Q'].reorder(Q_i_o, Q_j_o, Q_i_i_o, Q_j_i_o, Q_i_i_i_i_i, Q_j_i_i_i_o, Q_i_i_i_o, Q_j_i_i_o, Q_i_i_i_i_o, Q_j_i_i_i_i)
     Q_i_i_o_j_i_o_f = s['Q'].fuse(Q_i_i_o, Q_j_i_o)
     Q_i_i_i_i_i_j_i_i_i_o_f = s['Q'].fuse(Q_i_i_i_i_i, Q_j_i_i_i_o)
-    s['Q'].bind(Q_i_o, 'blockIdx.y')
-    s['Q'].bind(Q_j_o, 'blockIdx.x')
+    s['Q'].bind(Q_i_o, 'blockIdx.x')
+    s['Q'].bind(Q_j_o, 'blockIdx.y')
     s['Q'].bind(Q_i_i_o_j_i_o_f, 'threadIdx.y')
     s['Q'].bind(Q_i_i_i_i_i_j_i_i_i_o_f, 'threadIdx.x')
     s['Q'].unroll(Q_i_i_i_o)
@@ -36,7 +36,7 @@ def schedule(s, out):
     s['Q'].unroll(Q_j_i_i_i_i)
     s['C'].compute_at(s['Q'], Q_i_i_i_i_i_j_i_i_i_o_f)
     C_k, = s['C'].reduce_axis
-    C_k_o, C_k_i = s['C'].split(C_k, 16)
+    C_k_o, C_k_i = s['C'].split(C_k, 64)
     C_k_i_o, C_k_i_i = s['C'].split(C_k_i, 16)
     C_i, C_j = s['C'].axis
     C_i_o, C_i_i = s['C'].split(C_i, 2)
@@ -49,6 +49,7 @@ def schedule(s, out):
     s['C'].unroll(C_j_i)
     s['A_shared'].compute_at(s['C'], C_k_o)
     A_shared_i, A_shared_j = s['A_shared'].axis
+    s['A_shared'].storage_pad(A_shared_j, 8)
     A_shared_i_j_f = s['A_shared'].fuse(A_shared_i, A_shared_j)
     A_shared_i_j_f_o, A_shared_i_j_f_i = s['A_shared'].split(A_shared_i_j_f, 8)
     s['A_shared'].vectorize(A_shared_i_j_f_i)
@@ -60,6 +61,7 @@ def schedule(s, out):
     s['A_shared'].pipeline(3)
     s['W_shared'].compute_at(s['C'], C_k_o)
     W_shared_i, W_shared_j = s['W_shared'].axis
+    s['W_shared'].storage_pad(W_shared_j, 8)
     W_shared_i_j_f = s['W_shared'].fuse(W_shared_i, W_shared_j)
     W_shared_i_j_f_o, W_shared_i_j_f_i = s['W_shared'].split(W_shared_i_j_f, 8)
     s['W_shared'].vectorize(W_shared_i_j_f_i)

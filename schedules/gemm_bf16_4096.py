@@ -3,9 +3,9 @@
 workload: examples/gemm_bf16.py
 shape:    M=4096, N=4096, K=4096
 target:   NVIDIA H200 (132 SMs)
-measured: 891.6 us, predicted 1.809 ms
-point:    C: mma_tiling BK=16 BM=64 BN=128 WM=64 WN=64 stages=3
-date:     2026-12-01
+measured: 448.6 us, predicted 551.1 us
+point:    C: mma_tiling BK=64 BM=128 BN=128 WM=64 WN=32 rows_fastest=True stages=3
+date:     2026-12-02
 
     tcomp bench examples/gemm_bf16.py --schedule schedules/gemm_bf16_4096.py --shape M=4096,N=4096,K=4096
 """
@@ -15,9 +15,9 @@ def schedule(s, out):
     s.cache_read('A', 'shared', ['C_local'])
     s.cache_read('W', 'shared', ['C_local'])
     C_i, C_j = s['C'].axis
-    C_i_o, C_j_o, C_i_i, C_j_i = s['C'].tile(C_i, C_j, 64, 128)
+    C_i_o, C_j_o, C_i_i, C_j_i = s['C'].tile(C_i, C_j, 128, 128)
     C_i_i_o, C_i_i_i = s['C'].split(C_i_i, 64)
-    C_j_i_o, C_j_i_i = s['C'].split(C_j_i, 64)
+    C_j_i_o, C_j_i_i = s['C'].split(C_j_i, 32)
     C_i_i_i_o, C_i_i_i_i = s['C'].split(C_i_i_i, 16)
     C_j_i_i_o, C_j_i_i_i = s['C'].split(C_j_i_i, 8)
     C_i_i_i_i_o, C_i_i_i_i_i = s['C'].split(C_i_i_i_i, 8)
@@ -25,8 +25,8 @@ def schedule(s, out):
     s['C'].reorder(C_i_o, C_j_o, C_i_i_o, C_j_i_o, C_i_i_i_i_i, C_j_i_i_i_o, C_i_i_i_o, C_j_i_i_o, C_i_i_i_i_o, C_j_i_i_i_i)
     C_i_i_o_j_i_o_f = s['C'].fuse(C_i_i_o, C_j_i_o)
     C_i_i_i_i_i_j_i_i_i_o_f = s['C'].fuse(C_i_i_i_i_i, C_j_i_i_i_o)
-    s['C'].bind(C_i_o, 'blockIdx.y')
-    s['C'].bind(C_j_o, 'blockIdx.x')
+    s['C'].bind(C_i_o, 'blockIdx.x')
+    s['C'].bind(C_j_o, 'blockIdx.y')
     s['C'].bind(C_i_i_o_j_i_o_f, 'threadIdx.y')
     s['C'].bind(C_i_i_i_i_i_j_i_i_i_o_f, 'threadIdx.x')
     s['C'].unroll(C_i_i_i_o)
@@ -35,7 +35,7 @@ def schedule(s, out):
     s['C'].unroll(C_j_i_i_i_i)
     s['C_local'].compute_at(s['C'], C_i_i_i_i_i_j_i_i_i_o_f)
     C_local_k, = s['C_local'].reduce_axis
-    C_local_k_o, C_local_k_i = s['C_local'].split(C_local_k, 16)
+    C_local_k_o, C_local_k_i = s['C_local'].split(C_local_k, 64)
     C_local_k_i_o, C_local_k_i_i = s['C_local'].split(C_local_k_i, 16)
     C_local_i, C_local_j = s['C_local'].axis
     C_local_i_o, C_local_i_i = s['C_local'].split(C_local_i, 2)
@@ -48,10 +48,11 @@ def schedule(s, out):
     s['C_local'].unroll(C_local_j_i)
     s['A_shared'].compute_at(s['C_local'], C_local_k_o)
     A_shared_i, A_shared_j = s['A_shared'].axis
+    s['A_shared'].storage_pad(A_shared_j, 8)
     A_shared_i_j_f = s['A_shared'].fuse(A_shared_i, A_shared_j)
     A_shared_i_j_f_o, A_shared_i_j_f_i = s['A_shared'].split(A_shared_i_j_f, 8)
     s['A_shared'].vectorize(A_shared_i_j_f_i)
-    A_shared_i_j_f_o_o, A_shared_i_j_f_o_i = s['A_shared'].split(A_shared_i_j_f_o, 64)
+    A_shared_i_j_f_o_o, A_shared_i_j_f_o_i = s['A_shared'].split(A_shared_i_j_f_o, 256)
     A_shared_i_j_f_o_i_o, A_shared_i_j_f_o_i_i = s['A_shared'].split(A_shared_i_j_f_o_i, 32)
     s['A_shared'].bind(A_shared_i_j_f_o_i_o, 'threadIdx.y')
     s['A_shared'].bind(A_shared_i_j_f_o_i_i, 'threadIdx.x')
@@ -59,10 +60,11 @@ def schedule(s, out):
     s['A_shared'].pipeline(3)
     s['W_shared'].compute_at(s['C_local'], C_local_k_o)
     W_shared_i, W_shared_j = s['W_shared'].axis
+    s['W_shared'].storage_pad(W_shared_j, 8)
     W_shared_i_j_f = s['W_shared'].fuse(W_shared_i, W_shared_j)
     W_shared_i_j_f_o, W_shared_i_j_f_i = s['W_shared'].split(W_shared_i_j_f, 8)
     s['W_shared'].vectorize(W_shared_i_j_f_i)
-    W_shared_i_j_f_o_o, W_shared_i_j_f_o_i = s['W_shared'].split(W_shared_i_j_f_o, 64)
+    W_shared_i_j_f_o_o, W_shared_i_j_f_o_i = s['W_shared'].split(W_shared_i_j_f_o, 256)
     W_shared_i_j_f_o_i_o, W_shared_i_j_f_o_i_i = s['W_shared'].split(W_shared_i_j_f_o_i, 32)
     s['W_shared'].bind(W_shared_i_j_f_o_i_o, 'threadIdx.y')
     s['W_shared'].bind(W_shared_i_j_f_o_i_i, 'threadIdx.x')

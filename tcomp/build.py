@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from .codegen import Module, program_source, simulator_enabled
 from .codegen.cuda_source import MAX_STATIC_SHARED_BYTES as _MAX_STATIC_SHARED_BYTES
+from .codegen.cuda_source import element_bytes
 from .errors import CapacityError, CodegenError
 from .ir.stmt import Program
 from .lower import lower as _lower
@@ -76,11 +77,12 @@ def check_resources(program: Program) -> None:
                                         f"{k.block}); the limit of {what}.{axis} is {limit}")
         # NOTE: a partitioned loop holds its buffers' Allocate once per part: count buffers once
         allocated = {n.buffer for n in walk(k.body) if isinstance(n, Allocate)}
-        local = sum(b.size * max(4, itemsize(b.dtype)) for b in allocated if b.scope == "local")
+        local = sum(b.size * element_bytes(b) for b in allocated if b.scope == "local")
         if local > MAX_LOCAL_BYTES_PER_THREAD:
             raise CapacityError(f"kernel {k.name} needs {local} bytes of local memory per thread; "
                                 f"the limit is {MAX_LOCAL_BYTES_PER_THREAD} bytes")
-        shared = sum(b.size * max(4, itemsize(b.dtype)) for b in allocated if b.scope == "shared")
+        # NOTE: 16-bit floats in shared memory are stored as their bits (2 bytes) where codegen says so
+        shared = sum(b.size * element_bytes(b) for b in allocated if b.scope == "shared")
         if shared > MAX_SHARED_BYTES_PER_BLOCK:
             raise CapacityError(f"kernel {k.name} needs {shared} bytes of shared memory per block; "
                                 f"the limit is {MAX_SHARED_BYTES_PER_BLOCK} bytes")

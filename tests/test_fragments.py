@@ -62,8 +62,8 @@ def test_a_warp_tile_loads_each_fragment_once():
 def test_the_lowered_kernel_shows_the_fragments():
     text = str(tc.lower(_example(128, 128, 64)))
     assert "= ldmatrix.x4(A_shared[" in text and "= ldmatrix.x4.trans(W_shared[" in text
-    # a ring of 3 tiles of 128 rows of 32 + 8 (padded by 16 bytes); B's rows 128 + 8
-    assert "A_shared = alloc shared bfloat16[15360]" in text and "W_shared = alloc shared bfloat16[13056]" in text
+    # a ring of 4 tiles of 128 rows of 32 + 8 (padded by 16 bytes); B's rows 128 + 8
+    assert "A_shared = alloc shared bfloat16[20480]" in text and "W_shared = alloc shared bfloat16[17408]" in text
     assert "a=(A_shared_frag[0], A_shared_frag[1], A_shared_frag[2], A_shared_frag[3])" in text
 
 
@@ -71,6 +71,27 @@ def test_the_examples_tiles_match_float64_with_and_without_padding(rng):
     for pad in (8, 0):
         s = _example(64, 64, 64, BM=64, BN=64, BK=32, WM=32, WN=32, stages=3, pad=pad)
         _run(s, 64, 64, 64, "bfloat16", rng)
+
+
+def test_rows_fastest_launches_a_column_of_blocks_together(rng):
+    """``rows_fastest``: blockIdx.x runs over the block rows (the blocks that share a
+    column of W are neighbours in launch order); the result is the same."""
+    tiles = dict(BM=32, BN=32, BK=16, WM=32, WN=32, stages=3)
+    grids = {fastest: tc.lower(_example(64, 128, 32, **tiles, rows_fastest=fastest)).kernels[0].grid
+             for fastest in (False, True)}
+    assert grids == {False: (4, 2, 1), True: (2, 4, 1)}
+    _run(_example(64, 128, 32, **tiles, rows_fastest=True), 64, 128, 32, "bfloat16", rng)
+
+
+def test_bf16_tiles_count_two_bytes_of_shared_memory():
+    """A ring of 3 bf16 tiles of 128 x (64 + 8) and 64 x (256 + 8) is 156,672 bytes, which
+    fits (the check once counted 4 bytes an element and refused it); 5 stages do not."""
+    from tcomp.build import check_resources
+
+    tiles = dict(BM=128, BN=256, BK=64, WM=64, WN=64)
+    check_resources(tc.lower(_example(128, 256, 64, **tiles, stages=3)))
+    with pytest.raises(tc.CapacityError, match=r"needs 261120 bytes of shared memory per block"):
+        check_resources(tc.lower(_example(128, 256, 320, **tiles, stages=5)))
 
 
 def test_a_transposed_tile_of_a_loads_with_trans(rng):

@@ -376,7 +376,8 @@ class WarpTiling(Rule):
         _overlap(s, a_shared, b_shared, p)
 
 
-def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, vector=8, stages=0, pad=MMA_PAD):
+def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, vector=8, stages=0, pad=MMA_PAD,
+                   rows_fastest=False):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks of
     WM x WN warp tiles, each a grid of 16 x 8 ``mma_m16n8k16`` tiles: lane ``l`` of a warp
     holds rows ``8 * r + l // 4`` and columns ``2 * (l % 4) + c`` of each (r, c in 0, 1),
@@ -392,7 +393,12 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     groups of four banks, where unpadded 64- or 256-byte rows share banks 4 or 8 ways.
 
     ``out`` may have one axis ahead of its rows and columns, bound to ``blockIdx.z``: the
-    slices of a split-K product (``s.rfactor``), each block reducing one slice of k."""
+    slices of a split-K product (``s.rfactor``), each block reducing one slice of k.
+
+    The blocks of a row of blocks are neighbours in launch order (``blockIdx.x`` runs over
+    the columns); with ``rows_fastest`` those of a column are, so that the blocks running at
+    once share columns of ``b`` (a wide ``b``, such as an FFN's weights, then crosses HBM
+    about once instead of once per wave)."""
     *lead, M, N = out.shape
     if len(lead) > 1:
         raise ScheduleError(f"mma_warp_tiles tiles the last two axes of {out.name} and binds one axis ahead of "
@@ -418,8 +424,8 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     s[out].reorder(bi, bj, wi, wj, group, t, mi, nj, row_half, col_half)
     warp = s[out].fuse(wi, wj)
     lane = s[out].fuse(group, t)
-    s[out].bind(bi, "blockIdx.y")
-    s[out].bind(bj, "blockIdx.x")
+    s[out].bind(bi, "blockIdx.x" if rows_fastest else "blockIdx.y")
+    s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
     s[out].bind(warp, "threadIdx.y")
     s[out].bind(lane, "threadIdx.x")
     for ax in (mi, nj, row_half, col_half):
@@ -449,7 +455,8 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
 class MmaTiling(Rule):
     """A product of 16-bit floats into float32 on the tensor cores: BM x BN blocks of
     WM x WN warp tiles of ``mma.sync.m16n8k16`` tiles (:func:`mma_warp_tiles`), k steps
-    of BK staged in shared memory (cp.async rings of ``stages`` tiles, or one tile)."""
+    of BK staged in shared memory (cp.async rings of ``stages`` tiles, or one tile), the
+    blocks launched row by row or (``rows_fastest``) column by column."""
 
     name = "mma_tiling"
 
@@ -459,7 +466,7 @@ class MmaTiling(Rule):
 
     def choices(self, group, space):
         return {"BM": [16, 64, 128], "BN": [64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64], "WN": [32, 64],
-                "stages": [0, 3, 4]}
+                "stages": [0, 3, 4], "rows_fastest": [False, True]}
 
     def valid(self, group, space, p):
         M, N = space.stages[group.anchor].shape
@@ -476,7 +483,7 @@ class MmaTiling(Rule):
     def apply(self, s, group, p):
         product, a, b = _product_stage(group)
         mma_warp_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
-                       WM=p["WM"], WN=p["WN"], stages=p["stages"])
+                       WM=p["WM"], WN=p["WN"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
 
 
 def _operands_of_16_bits(group: Group, product: str) -> bool:
