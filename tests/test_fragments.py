@@ -121,6 +121,30 @@ def test_the_cost_model_sees_the_padding_remove_bank_conflicts():
     assert wavefronts(0) > 1.5 * wavefronts(8)
 
 
+def test_the_cost_model_counts_cp_async_stores_a_128_byte_phase_at_a_time(monkeypatch):
+    """A 16-byte cp.async store is served 8 lanes (128 bytes) at a time. Into A's padded
+    rows (64 + 16 bytes) the 8 lanes of a phase write two rows, which share banks 0-3:
+    2 wavefronts a phase, 8 a warp, 128 per 128 x 32 tile. W's rows of 256 + 16 bytes give
+    each phase 128 contiguous bytes: 1 wavefront, 64 per 32 x 128 tile. (Counted over
+    the whole warp per 32-bit part, as plain shared accesses are, A's were 256.)"""
+    import tcomp.cost.analysis as analysis
+
+    counted = {}
+    access = analysis._KernelWalk._access
+
+    def counting(walk, buf, index, loops, warps, is_store, share=1.0, cp_async=False):
+        before = walk.wavefronts
+        access(walk, buf, index, loops, warps, is_store, share, cp_async)
+        if is_store and buf.scope == "shared":
+            counted[buf.name] = counted.get(buf.name, 0) + walk.wavefronts - before
+
+    monkeypatch.setattr(analysis._KernelWalk, "_access", counting)
+    s = _example(128, 128, 64, BM=128, BN=128, BK=32, WM=64, WN=64, stages=3)
+    analyze_kernel(tc.lower(s).kernels[0])
+    tiles = 64 // 32
+    assert counted == {"A_shared": 128 * tiles, "W_shared": 64 * tiles}
+
+
 @pytest.mark.gpu
 def test_the_example_with_ldmatrix_matches_float64_on_the_gpu(rng):
     s = _example(256, 384, 128)

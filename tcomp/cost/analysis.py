@@ -24,7 +24,9 @@ How each figure is counted:
   device memory (L1, L2) are not credited: this is the chapter's count of bytes
   crossing "between the working buffer and the next storage level".
 - *L1 / shared-memory wavefronts*: a shared access costs as many cycles as its
-  worst bank holds distinct 4-byte words (a bank conflict); a global access costs
+  worst bank holds distinct 4-byte words (a bank conflict), except that an 8- or 16-byte
+  cp.async copy is served 128 bytes of lanes at a time (each phase's conflicts summed);
+  a global access costs
   one wavefront per distinct 128-byte line its lanes touch (an uncoalesced load of 32
   rows costs 32). Addresses are evaluated for the real lanes of each warp.
 - *Instructions*: one per shared/global load or store, one per floating-point
@@ -401,7 +403,8 @@ class _KernelWalk:
         self.warp_instr += execs * instr * n_warps
         # the store itself
         if s.buffer.scope != "local":
-            self._access(s.buffer, s.index, loops, warps, is_store=True, share=share)
+            self._access(s.buffer, s.index, loops, warps, is_store=True, share=share,
+                         cp_async=s.asynchronous)
         # its loads (value, index and predicate)
         seen = set()
         for e in (s.value, s.index, s.predicate):
@@ -416,7 +419,8 @@ class _KernelWalk:
                 seen.add(key)
                 self._access(ld.buffer, ld.index, loops, warps, is_store=False, share=share)
 
-    def _access(self, buf: Buffer, index: Expr, loops, warps, is_store: bool, share: float = 1.0) -> None:
+    def _access(self, buf: Buffer, index: Expr, loops, warps, is_store: bool, share: float = 1.0,
+                cp_async: bool = False) -> None:
         deps = free_vars(index)
         evaluator = _Evaluator(index)
         # an innermost vectorized loop along which the index moves by one element: one
@@ -446,7 +450,12 @@ class _KernelWalk:
                 wave = max(1, -(-distinct * width // LINE))
             else:
                 distinct = len({a + o for a in base for o in vec_offsets})
-                if buf.scope == "shared":
+                if buf.scope == "shared" and cp_async and vec * width > BANK_WIDTH:
+                    # a cp.async copy of 8 or 16 bytes: served a 128-byte phase of lanes at a time
+                    group = max(1, LINE // (vec * width))
+                    wave = sum(_bank_wavefronts({a + o for a in base[g:g + group] for o in vec_offsets}, width)
+                               for g in range(0, len(base), group))
+                elif buf.scope == "shared":
                     # NOTE: a 64/128-bit shared access costs what its 32-bit parts would, one
                     # bank-conflict count per part; the SGEMM ladder measured on the H200 (whose
                     # SASS has LDS.128 for the B fragments) agrees with this, not with fewer.
