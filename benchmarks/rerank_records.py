@@ -48,8 +48,8 @@ def main(argv=None) -> int:
     from tcomp.workload import load_workload, parse_shape
 
     workload = load_workload(args.workload)
-    out = workload.algorithm(**parse_shape(args.shape))
-    key = workload_key(out)
+    shape = parse_shape(args.shape)
+    key = workload_key(workload.algorithm(**shape))
     rows = []
     for path in args.records:
         with open(path) as f:
@@ -57,7 +57,7 @@ def main(argv=None) -> int:
                 record = json.loads(line)
                 if record.get("workload") != key or record.get("status") != "ok" or not record.get("measured"):
                     continue
-                s = replay(record["schedule"], workload.algorithm(**parse_shape(args.shape)))
+                s = replay(record["schedule"], workload.algorithm(**shape))
                 now = tc.estimate(s, target=args.target).predicted_seconds
                 rows.append((record["predicted"], now, record["measured"], _summary(record["schedule"])))
     if len(rows) < 2:

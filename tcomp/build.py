@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .codegen import Module, program_source, simulator_enabled
 from .codegen.cuda_source import MAX_STATIC_SHARED_BYTES as _MAX_STATIC_SHARED_BYTES
-from .codegen.cuda_source import element_bytes
+from .codegen.cuda_source import element_bytes, shared_bytes
 from .errors import CapacityError, CodegenError
 from .ir.stmt import Program
 from .lower import lower as _lower
@@ -81,8 +81,7 @@ def check_resources(program: Program) -> None:
         if local > MAX_LOCAL_BYTES_PER_THREAD:
             raise CapacityError(f"kernel {k.name} needs {local} bytes of local memory per thread; "
                                 f"the limit is {MAX_LOCAL_BYTES_PER_THREAD} bytes")
-        # NOTE: 16-bit floats in shared memory are stored as their bits (2 bytes) where codegen says so
-        shared = sum(b.size * element_bytes(b) for b in allocated if b.scope == "shared")
+        shared = shared_bytes(b for b in allocated if b.scope == "shared")  # 16-bit floats: 2 bytes each
         if shared > MAX_SHARED_BYTES_PER_BLOCK:
             raise CapacityError(f"kernel {k.name} needs {shared} bytes of shared memory per block; "
                                 f"the limit is {MAX_SHARED_BYTES_PER_BLOCK} bytes")

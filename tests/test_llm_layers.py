@@ -142,6 +142,21 @@ def test_the_decode_step_splits_k_and_matches_the_reference(rng):
     assert diff.max() <= 1 and (diff > 0).mean() <= 0.01
 
 
+def test_the_layer_benchmarks_variant_option():
+    """``--variant stages=4,rows_fastest=1`` becomes schedule overrides; anything but
+    KEY=INTEGER items is refused with a message that says what it takes."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    try:
+        import timing
+    finally:
+        sys.path.pop(0)
+    args, shape = timing.bf16_benchmark_args("", ["--shape", "16,64,32", "--variant", "stages=4,rows_fastest=1"])
+    assert shape == (16, 64, 32) and args.variants == [{"stages": 4, "rows_fastest": 1}]
+    assert timing.variant_label(args.variants[0]) == "stages=4 rows_fastest=1"
+    with pytest.raises(SystemExit, match=r"--variant takes KEY=INTEGER items separated by commas; got 'BK'"):
+        timing.tile_overrides("stages=4,BK")
+
+
 _ASSEMBLE = """
 import json, sys
 sys.path.insert(0, "examples")

@@ -337,9 +337,8 @@ def _written_before(read: isl.Map, writers, store) -> bool:
     SwiGLU's Z at 1024 x 12288)."""
     locations = read.range()
     if store.scope == "global":
-        box = _box(locations.get_tuple_name(), store.tensor.shape)
-        if locations.is_subset(box) and any(_maps_onto_box(w, w.write, box, math.prod(store.tensor.shape))
-                                            for w in writers):
+        box, size = _box(locations.get_tuple_name(), store.tensor.shape), math.prod(store.tensor.shape)
+        if locations.is_subset(box) and any(_maps_onto_box(w, w.write, box, size) for w in writers):
             return True
     written = _union(w.write for w in writers).range()
     return isl.UnionSet.from_set(locations).subtract(written).is_empty()
