@@ -37,7 +37,7 @@ CASES = {
     "fused4096": ("matmul_silu_quant.py", dict(M=4096, N=4096, K=4096), ["schedule"], "matmul_silu_quant_4096"),
     "chain8192": ("silu_mul_quant.py", dict(M=8192, N=8192), ["schedule"], "silu_mul_quant_8192"),
     "ffn1024": ("ffn_bf16.py", dict(M=1024, N=12288, K=4096), ["schedule", "cuda_cores"], "ffn_bf16_1024x12288x4096"),
-    "gemm4096": ("gemm_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule"], "gemm_bf16_4096"),
+    "gemm4096": ("gemm_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "gemm_bf16_4096"),
 }
 
 TRITON_CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): common fp32 choices

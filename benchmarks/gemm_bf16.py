@@ -1,12 +1,14 @@
 """The bf16 matrix product on the tensor cores (examples/gemm_bf16.py: ``tensorize`` onto
-mma.sync.m16n8k16, float32 accumulators and output) against cuBLAS bf16 and
+wgmma.m64nNk16 or mma.sync.m16n8k16, float32 accumulators and output) against cuBLAS bf16 and
 torch.compile, in one run.
 
     python benchmarks/gemm_bf16.py [--shape 4096,4096,4096] [--calls 5]
 
-Besides the example's own schedule it measures a few variants of its tiling
-(``gemm_bf16.mma_warp_tiles``: block and warp tiles, k step, cp.async rings, the rows of
-the shared tiles padded for ldmatrix or not).
+Besides the example's own schedules (wgmma, and ``mma_sync``) it measures a few variants
+of their tilings: ``gemm_bf16.mma_warp_tiles`` (block and warp tiles, k step, cp.async
+rings, the rows of the shared tiles padded for ldmatrix or not; ``--only mma``) and
+``gemm_bf16.wgmma_tiles`` (blocks, rings, chains left in flight, the 128-byte swizzle or
+8 x 8 blocks; ``--only wgmma``).
 
 cuBLAS (``torch.matmul`` of bf16 tensors) writes a bf16 C and tcomp a float32 one: 2 bytes
 more per output element for tcomp. tcomp's output is poisoned with NaN first and compared
@@ -41,12 +43,25 @@ VARIANTS = [
                                                                         stages=4, rows_fastest=True)),
 ]
 
+#: (label, wgmma_tiles keywords): the product on Hopper's warpgroup instructions
+WGMMA_VARIANTS = [
+    ("wgmma 128x128, BK 64, 4 stages, 1 chain in flight", dict(BM=128, BN=128, BK=64, stages=4)),
+    ("wgmma 128x128, BK 64, 4 stages, no chain in flight", dict(BM=128, BN=128, BK=64, stages=4, in_flight=0)),
+    ("wgmma 128x128, BK 64, 4 stages, 8x8 blocks (no swizzle)", dict(BM=128, BN=128, BK=64, stages=4, swizzle=False)),
+    ("wgmma 128x128, BK 64, 3 stages", dict(BM=128, BN=128, BK=64, stages=3)),
+    ("wgmma 128x256, BK 64, 3 stages", dict(BM=128, BN=256, BK=64, stages=3)),
+    ("wgmma 128x256, BK 64, 4 stages", dict(BM=128, BN=256, BK=64, stages=4)),
+    ("wgmma 256x128, BK 64, 3 stages", dict(BM=256, BN=128, BK=64, stages=3)),
+]
+
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--shape", default="4096,4096,4096", help="M,N,K")
     parser.add_argument("--calls", type=int, default=5, help="calls per timed event pair")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    parser.add_argument("--only", choices=("all", "mma", "wgmma"), default="all",
+                        help="measure the mma.sync variants, the wgmma ones, or both (default)")
     args = parser.parse_args(argv)
 
     import time
@@ -55,6 +70,7 @@ def main(argv=None) -> int:
 
     import gemm_bf16
     import tcomp as tc
+    from tcomp.search.rules import wgmma_tiles
 
     M, N, K = (int(x) for x in args.shape.split(","))
     gen = torch.Generator(device="cuda").manual_seed(0)
@@ -83,9 +99,14 @@ def main(argv=None) -> int:
                                            f"largest error {worst:.1e} of sum |a w|"), wrong
 
     rows, wrong = [], 0
-    for label, apply in [("example schedule", gemm_bf16.schedule)] + [
-            (label, lambda s, out, kw=kw: gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **kw))
-            for label, kw in VARIANTS]:
+    candidates = [("example schedule (wgmma)", gemm_bf16.schedule), ("mma_sync schedule", gemm_bf16.mma_sync)]
+    if args.only in ("all", "mma"):
+        candidates += [(label, lambda s, out, kw=kw: gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **kw))
+                       for label, kw in VARIANTS]
+    if args.only in ("all", "wgmma"):
+        candidates += [(label, lambda s, out, kw=kw: wgmma_tiles(s, out, "C", "A", "W", **kw))
+                       for label, kw in WGMMA_VARIANTS]
+    for label, apply in candidates:
         row, bad = tcomp_row(label, apply)
         rows.append(row)
         wrong += bad

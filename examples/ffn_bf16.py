@@ -16,7 +16,7 @@ from pathlib import Path
 import tcomp as tc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gemm_bf16 import mma_tiles_for, mma_warp_tiles  # noqa: E402  (blocks, warp tiles and mma.sync tiles)
+from gemm_bf16 import mma_tiles_for, mma_warp_tiles, tensor_core_tiles, uses_wgmma  # noqa: E402  (tilings)
 from sgemm_ladder import blocktile_2d  # noqa: E402  (the ladder's 2D blocktiling schedule)
 
 SCALE = 0.05
@@ -37,28 +37,30 @@ def algorithm(M=1024, N=12288, K=4096):
 
 
 def schedule(s, out, **tile_overrides):
-    """Q in 128 x 128 blocks of four 64 x 64 warp tiles of mma.sync tiles (k steps of 32
-    in 4-stage cp.async rings, the blocks of a column of blocks launched together:
-    ``gemm_bf16.mma_tiles_for``), C accumulated in each lane's registers; the bf16 rounding,
-    SiLU and quantization inlined into the epilogue each lane runs on its accumulators.
-    Smaller tiles for smaller outputs; where K is not a multiple of 16 (or the output is
-    under 16 x 32), :func:`cuda_cores`; few rows, :func:`decode` (:func:`decode_slices`).
-    ``tile_overrides`` replace ``mma_warp_tiles`` arguments (``benchmarks/ffn_bf16.py
-    --variant``)."""
+    """Q in 128 x 128 blocks of two warpgroups of ``wgmma.m64n128k16`` (k steps of 64 in
+    3-stage cp.async rings in the 128-byte swizzle, the blocks of a column of blocks
+    launched together: ``gemm_bf16.wgmma_tiles_for``), C accumulated in each thread's
+    registers; the bf16 rounding, SiLU and quantization inlined into the epilogue each
+    thread runs on its accumulators. Where wgmma does not fit the shape (or with
+    ``wgmma=0``), blocks of warp tiles of mma.sync tiles (``gemm_bf16.mma_tiles_for``);
+    where K is not a multiple of 16 (or the output is under 16 x 32), :func:`cuda_cores`;
+    few rows, :func:`decode` (:func:`decode_slices`). ``tile_overrides`` replace the
+    tilings' arguments (``benchmarks/ffn_bf16.py --variant``)."""
     M, N = out.shape
     K = s["C"].op.reduce_axis[0].extent
     tiles = mma_tiles_for(M, N, K)
     if tiles is None:
         cuda_cores(s, out)
         return
-    tiles.update(tile_overrides)
-    parts = decode_slices(M, N, K, tiles)
-    if parts:
-        decode(s, out, tiles, parts)
-        return
+    if not uses_wgmma(M, N, K, tile_overrides):
+        tiles.update({key: value for key, value in tile_overrides.items() if key != "wgmma"})
+        parts = decode_slices(M, N, K, tiles)
+        if parts:
+            decode(s, out, tiles, parts)
+            return
     s["Cb"].compute_inline()
     s["Y"].compute_inline()
-    mma_warp_tiles(s, out, "C", "A", "W", **tiles)
+    tensor_core_tiles(s, out, "C", "A", "W", tiles, tile_overrides)
 
 
 def decode_slices(M: int, N: int, K: int, tiles: dict) -> int | None:

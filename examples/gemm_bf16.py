@@ -1,19 +1,21 @@
 """A bfloat16 matrix product accumulated in float32, on the tensor cores: C = A @ W.
 
-The schedule tiles C into blocks, the blocks into warp tiles, and each warp tile into
-16 x 8 tiles of ``mma.sync.m16n8k16`` (``s[T].tensorize``): every lane of a warp holds
-the four accumulators the instruction's layout gives it, and each k step of 16 is one
-instruction per 16 x 8 tile. A and W are staged through shared memory a k step of BK at a
-time, through 4-stage cp.async rings of 16-byte copies into tiles whose rows are padded by
-16 bytes; the operand fragments come from them by ldmatrix (``tcomp.lower.fragments``).
-0.443 ms at 4096^3 on the H200, 0.405x cuBLAS bf16 (BENCHMARKS.md).
+The schedule tiles C into 128 x 128 blocks of two warpgroups, each computing a 64 x 128
+tile with Hopper's ``wgmma.mma_async.m64n128k16`` (``s[T].tensorize``): every thread
+holds the 64 accumulators the instruction's layout gives it, and each k step of 16 is one
+instruction per warpgroup, reading A and W straight from shared memory. They are staged a
+k step of 64 at a time through 3-stage cp.async rings of 16-byte copies into tiles in the
+128-byte swizzle (``storage_swizzle``), one k step's instructions left running while the
+next are issued (``tcomp.lower.warpgroup``). 0.284 ms at 4096^3 on the H200, 0.62x cuBLAS
+bf16 (BENCHMARKS.md). ``mma_sync`` is the same product on ``mma.sync.m16n8k16`` warp tiles
+fed by ldmatrix (0.442 ms, 0.40x).
 
     tcomp check examples/gemm_bf16.py
     tcomp bench examples/gemm_bf16.py          # on a GPU
 """
 
 import tcomp as tc
-from tcomp.search.rules import MMA_K, mma_warp_tiles  # noqa: F401  (blocks, warp tiles, mma.sync tiles)
+from tcomp.search.rules import MMA_K, mma_warp_tiles, wgmma_tiles  # noqa: F401  (blocks, warp or warpgroup tiles)
 
 
 def algorithm(M=4096, N=4096, K=4096):
@@ -58,7 +60,59 @@ def required_mma_tiles(M: int, N: int, K: int) -> dict:
     return tiles
 
 
-def schedule(s, out):
-    """The product on the tensor cores, tile sizes from :func:`mma_tiles_for`."""
+def wgmma_tiles_for(M: int, N: int, K: int) -> dict | None:
+    """``wgmma_tiles``' sizes for an M x N x K product: 128 x 128 blocks of two warpgroups
+    of ``wgmma.m64n128k16`` (64 rows or columns where the output has fewer than 128), k
+    steps of 64 in 3-stage cp.async rings in the 128-byte swizzle (two blocks an SM), one
+    k step's chain of instructions left running while the next is issued, the blocks of a
+    column launched together where the output is wider than tall (the fastest or within
+    5% of it of ``benchmarks/gemm_bf16.py``'s and ``benchmarks/ffn_bf16.py``'s variants on
+    the H200). None where M or N is under 64 or K is not a multiple of 64."""
+    if M < 64 or N < 64 or K % 64:
+        return None
+    return dict(BM=128 if M >= 128 else 64, BN=128 if N >= 128 else 64, BK=64, stages=3, rows_fastest=N > M)
+
+
+def uses_wgmma(M: int, N: int, K: int, overrides: dict) -> bool:
+    """Do the schedules run on wgmma (the default where :func:`wgmma_tiles_for` fits the
+    shape; ``wgmma=0`` among ``overrides`` asks for mma.sync)?"""
+    wanted = overrides.get("wgmma", 1)
+    if wanted and wgmma_tiles_for(M, N, K) is None:
+        if "wgmma" in overrides:
+            raise tc.ScheduleError(f"the wgmma schedule needs M, N >= 64 and K a multiple of 64; the product is "
+                                   f"{M} x {N} x {K}")
+        return False
+    return bool(wanted)
+
+
+def tensor_core_tiles(s, out, product: str, a: str, b: str, tiles: dict, overrides: dict) -> None:
+    """``wgmma_tiles`` with :func:`wgmma_tiles_for`'s sizes where :func:`uses_wgmma`, else
+    ``mma_warp_tiles`` with ``tiles`` (mma.sync); ``overrides`` (the benchmarks'
+    ``--variant``) replace the sizes either way."""
+    M, N = out.shape[-2:]
+    K = s[product].op.reduce_axis[0].extent
+    sizes = {key: value for key, value in overrides.items() if key != "wgmma"}
+    if uses_wgmma(M, N, K, overrides):
+        wgmma_tiles(s, out, product, a, b, **{**wgmma_tiles_for(M, N, K), **sizes})
+    else:
+        mma_warp_tiles(s, out, product, a, b, **{**tiles, **sizes})
+
+
+def schedule(s, out, **tile_overrides):
+    """The product on the tensor cores: on wgmma where the shape allows
+    (:func:`wgmma_tiles_for`), else on mma.sync (:func:`mma_tiles_for`); ``wgmma=0`` among
+    ``tile_overrides`` asks for mma.sync, the others replace tile sizes."""
     M, N = out.shape
-    mma_warp_tiles(s, out, "C", "A", "W", **required_mma_tiles(M, N, s["C"].op.reduce_axis[0].extent))
+    K = s["C"].op.reduce_axis[0].extent
+    tiles = mma_tiles_for(M, N, K) if not uses_wgmma(M, N, K, tile_overrides) else {}
+    if tiles is None:
+        required_mma_tiles(M, N, K)  # raises, naming the shapes it needs
+    tensor_core_tiles(s, out, "C", "A", "W", tiles, tile_overrides)
+
+
+def mma_sync(s, out):
+    """The product on mma.sync: :func:`schedule` with ``wgmma=0``."""
+    schedule(s, out, wgmma=0)
+
+
+SCHEDULES = {"schedule": schedule, "mma_sync": mma_sync}

@@ -10,8 +10,9 @@ rounding points are PyTorch eager's: each projection's result, SiLU's and the pr
 are bfloat16.
 
 The quantization needs the whole row's max, so the schedule runs in two phases (two
-kernels): Z on the tensor cores (``mma_warp_tiles``: each lane holds the gate and the up
-accumulators of the same outputs and computes Z from them), then one block per row that
+kernels): Z on the tensor cores (``wgmma_tiles``, or ``mma_warp_tiles`` on shapes wgmma
+does not fit: each thread holds the gate and the up accumulators of the same outputs and
+computes Z from them), then one block per row that
 takes the row's max in 256 interleaved partial maxima in shared memory and quantizes the
 row. ``tc.check`` refuses a schedule that quantizes with a partial max.
 
@@ -25,7 +26,7 @@ from pathlib import Path
 import tcomp as tc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from gemm_bf16 import mma_warp_tiles, required_mma_tiles  # noqa: E402  (blocks, warp tiles and mma.sync tiles)
+from gemm_bf16 import required_mma_tiles, tensor_core_tiles, uses_wgmma  # noqa: E402  (tilings)
 
 FP8_MAX = 448.0
 #: threads of the quantizing phase's blocks, each with its own partial max of the row
@@ -51,19 +52,32 @@ def algorithm(M=1024, N=12288, K=4096):
                       name="Q")
 
 
+#: the wgmma tiling of Z from 256 rows on: four warpgroups of 64 x 64 tiles (the two
+#: projections: 64 accumulators a thread), 4-stage rings (0.494 ms at 1024 x 12288 x 4096
+#: on the H200; 128 x 128 blocks 0.504 ms; BENCHMARKS.md)
+WGMMA_TILES = dict(BM=256, BN=64, stages=4)
+
+
 def schedule(s, out, **tile_overrides):
-    """Phase 1: Z in blocks of warp tiles of mma.sync tiles (``gemm_bf16.mma_tiles_for``, with
-    the warp tiles' columns halved: each lane holds two accumulators per output), the
-    roundings and SiLU inlined into its epilogue. Phase 2: :func:`quantize_rows`.
-    ``tile_overrides`` replace ``mma_warp_tiles`` arguments (``benchmarks/swiglu_fp8.py
-    --variant``)."""
+    """Phase 1: Z in blocks of warpgroups of ``wgmma`` (``gemm_bf16.wgmma_tiles_for``, and
+    :data:`WGMMA_TILES` from 256 rows on), one
+    instruction per projection and k step of 16 from the same tile of A (each thread
+    holds two accumulators per output), the roundings and SiLU inlined into its epilogue;
+    where wgmma does not fit the shape (or with ``wgmma=0``) warp tiles of mma.sync tiles
+    (``gemm_bf16.mma_tiles_for``, the warp tiles' columns halved). Phase 2:
+    :func:`quantize_rows`. ``tile_overrides`` replace the tilings' arguments
+    (``benchmarks/swiglu_fp8.py --variant``)."""
     M, N = out.shape
-    tiles = required_mma_tiles(M, N, s["P"].op.reduce_axis[0].extent)
-    tiles["WN"] = max(16, tiles["WN"] // 2)  # the gate's and the up projection's accumulators
-    tiles.update(tile_overrides)
+    K = s["P"].op.reduce_axis[0].extent
+    tiles = {}
+    if not uses_wgmma(M, N, K, tile_overrides):
+        tiles = required_mma_tiles(M, N, K)
+        tiles["WN"] = max(16, tiles["WN"] // 2)  # the gate's and the up projection's accumulators
+    elif M >= 256:
+        tile_overrides = {**WGMMA_TILES, **tile_overrides}
     for name in ("G", "U", "S"):
         s[name].compute_inline()
-    mma_warp_tiles(s, s["Z"].op.output, "P", "A", "W", **tiles)
+    tensor_core_tiles(s, s["Z"].op.output, "P", "A", "W", tiles, tile_overrides)
     quantize_rows(s, out)
 
 

@@ -32,7 +32,7 @@ def _example(M, N, K, **tiles):
     if tiles:
         gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **tiles)
     else:
-        gemm_bf16.schedule(s, out)
+        gemm_bf16.schedule(s, out, wgmma=0)  # the mma.sync tiling this file tests
     return s
 
 

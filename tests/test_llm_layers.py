@@ -16,7 +16,7 @@ import pytest
 import tcomp as tc
 from tcomp.ir.stmt import For, FragmentLoad, WarpMma
 from tcomp.lang.evaluate import placeholders_of
-from workloads import int_sentinel, json_from_a_process_without_the_simulator
+from workloads import fp8_steps, int_sentinel, json_from_a_process_without_the_simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import ffn_bf16  # noqa: E402
@@ -32,18 +32,10 @@ def _inputs(out, rng):
     return feeds
 
 
-def _fp8_steps(got, want) -> np.ndarray:
-    """How many float8_e4m3 values lie between ``got`` and ``want`` (0: equal)."""
-    as_int = [np.asarray(x, ml_dtypes.float8_e4m3fn).view(np.uint8).astype(int) for x in (got, want)]
-    # sign-magnitude bits to a monotonic integer line
-    line = [np.where(b & 0x80, -(b & 0x7F), b & 0x7F) for b in as_int]
-    return np.abs(line[0] - line[1])
-
-
 def _swiglu(M, N, K):
     out = swiglu_fp8.algorithm(M, N, K)
     s = tc.create_schedule(out)
-    swiglu_fp8.schedule(s, out)
+    swiglu_fp8.schedule(s, out, wgmma=0)  # mma.sync; tests/test_wgmma.py has wgmma
     return out, s
 
 
@@ -59,7 +51,7 @@ def test_swiglu_matches_the_reference_in_two_kernels(rng):
     tc.build(s)(*feeds.values(), got)
     want = tc.evaluate(out, feeds)
     assert not np.isnan(got.astype(np.float32)).any()
-    steps = _fp8_steps(got, want)
+    steps = fp8_steps(got, want)
     assert steps.max() <= 1 and (steps > 0).mean() <= 0.01
     # every row reaches the format's largest value: the scale is the complete row's max
     assert (np.abs(got.astype(np.float32)).max(axis=1) == swiglu_fp8.FP8_MAX).all()
@@ -83,7 +75,7 @@ def test_swiglu_quantizes_by_the_float32_row_max_as_pytorch_does(rng):
     scale = np.abs(z).max(axis=1, keepdims=True) / np.float32(swiglu_fp8.FP8_MAX)
     assert scale.dtype == np.float32
     want = (z / scale).astype(ml_dtypes.float8_e4m3fn)
-    assert _fp8_steps(tc.evaluate(out, feeds), want).max() == 0
+    assert fp8_steps(tc.evaluate(out, feeds), want).max() == 0
 
 
 def test_swiglu_feeds_both_projections_from_one_tile_of_a():
@@ -171,7 +163,7 @@ for module, shape in ((ffn_bf16, dict(M=16, N=12288, K=4096)), (swiglu_fp8, dict
     program = lower(s)
     for kernel, r in zip(program.kernels, ptx_report(program)):
         rows.append(dict(kernel=r.kernel, grid=kernel.grid, spills=r.spill_stores + r.spill_loads,
-                         registers=r.registers, mma=r.ptx.count("mma.sync.aligned.m16n8k16")))
+                         registers=r.registers, mma=r.ptx.count("mma.sync.aligned.m16n8k16") + r.ptx.count("wgmma.mma_async")))
 print(json.dumps(rows))
 """
 
@@ -196,7 +188,7 @@ def test_swiglu_and_the_decode_step_match_on_the_gpu(rng):
         if module is swiglu_fp8:
             got = np.full((M, N), np.nan, ml_dtypes.float8_e4m3fn)
             tc.build(s)(*feeds.values(), got)
-            steps = _fp8_steps(got, want)
+            steps = fp8_steps(got, want)
         else:
             got = np.full((M, N), int_sentinel("int8", want), np.int8)
             tc.build(s)(*feeds.values(), got)

@@ -6,17 +6,14 @@ import shutil
 import sys
 from pathlib import Path
 
-import ml_dtypes
-import numpy as np
 import pytest
 
 import tcomp as tc
-from workloads import json_from_a_process_without_the_simulator
+from workloads import check_16_bit_product, json_from_a_process_without_the_simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import gemm_bf16  # noqa: E402
 
-_NUMPY = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}
 
 
 def _product(M, N, K, dtype="bfloat16", acc="float32"):
@@ -66,22 +63,10 @@ def _one_warp(M, N, K, dtype="bfloat16", k_step=16, lanes=("g", "t"), tile=(16, 
     return s
 
 
-def _run(s, M, N, K, dtype, rng):
-    a = rng.standard_normal((M, K)).astype(_NUMPY[dtype])
-    w = rng.standard_normal((K, N)).astype(_NUMPY[dtype])
-    got = np.full((M, N), np.nan, np.float32)
-    tc.build(s)(a, w, got)
-    want = a.astype(np.float64) @ w.astype(np.float64)
-    # exact products, a float32 sum of K of them: at most K * 2^-24 of the sum of magnitudes (twice that here)
-    scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
-    assert not np.isnan(got).any()
-    assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale)
-
-
 @pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
 def test_one_warp_per_tile_matches_float64(dtype, rng):
     s = _one_warp(32, 16, 48, dtype)
-    _run(s, 32, 16, 48, dtype, rng)
+    check_16_bit_product(s, 32, 16, 48, dtype, rng)
 
 
 def test_lower_shows_one_instruction_and_check_reports_the_reassociation():
@@ -102,9 +87,9 @@ def test_the_examples_warp_tiles_match_float64(rng):
     """Four warps of 32 x 32 (2 x 4 instruction tiles each) per 64 x 64 block, k steps of 32."""
     out = gemm_bf16.algorithm(64, 64, 64)
     s = tc.create_schedule(out)
-    gemm_bf16.schedule(s, out)
+    gemm_bf16.schedule(s, out, wgmma=0)
     assert tc.check(s).legal
-    _run(s, 64, 64, 64, "bfloat16", rng)
+    check_16_bit_product(s, 64, 64, 64, "bfloat16", rng)
 
 
 def test_refuses_a_float32_product():
@@ -197,7 +182,7 @@ def test_the_cost_model_holds_no_registers_for_cp_async_copies():
     was estimated at 270 registers, no block fitting an SM; ptxas gives it 210)."""
     out = gemm_bf16.algorithm()
     s = tc.create_schedule(out)
-    gemm_bf16.schedule(s, out)
+    gemm_bf16.schedule(s, out, wgmma=0)
     (kernel,) = tc.estimate(s).kernels
     assert kernel.regs_per_thread < 255 and kernel.blocks_per_sm >= 1
     assert kernel.predicted_seconds < 5e-3
@@ -211,7 +196,7 @@ from tcomp.codegen.ptx import ptx_report
 from tcomp.lower import lower
 out = gemm_bf16.algorithm(256, 256, 256)
 s = tc.create_schedule(out)
-gemm_bf16.schedule(s, out)
+gemm_bf16.schedule(s, out, wgmma=0)
 (r,) = ptx_report(lower(s))
 print(json.dumps(dict(spills=r.spill_stores + r.spill_loads, mma=r.ptx.count("mma.sync.aligned.m16n8k16.row.col.f32.bf16"),
                       a=r.ptx.count("ldmatrix.sync.aligned.m8n8.x4.shared.b16"),
@@ -230,5 +215,5 @@ def test_the_examples_kernel_assembles_for_sm90a_with_its_mma_instructions():
 def test_the_examples_kernel_matches_float64_on_the_gpu(rng):
     out = gemm_bf16.algorithm(512, 384, 256)
     s = tc.create_schedule(out)
-    gemm_bf16.schedule(s, out)
-    _run(s, 512, 384, 256, "bfloat16", rng)
+    gemm_bf16.schedule(s, out, wgmma=0)
+    check_16_bit_product(s, 512, 384, 256, "bfloat16", rng)

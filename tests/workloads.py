@@ -280,3 +280,29 @@ def vector_op(n=10, name="O"):
     X = tc.placeholder((n,), "float32", name="X")
     O = tc.compute((n,), lambda i: X[i] * 2.0 + 1.0, name=name)
     return X, O
+
+
+def check_16_bit_product(s, M: int, N: int, K: int, dtype: str, rng) -> None:
+    """Build ``s`` (C = A @ W, A and W of ``dtype`` bfloat16 or float16, C float32), run it on
+    fresh inputs into a NaN-poisoned C and check C against float64 within the bound of a
+    float32 sum of K exact products: ``2 K 2^-24 sum_k |a_ik w_kj|``."""
+    import ml_dtypes
+
+    narrow = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}[dtype]
+    a = rng.standard_normal((M, K)).astype(narrow)
+    w = rng.standard_normal((K, N)).astype(narrow)
+    got = np.full((M, N), np.nan, np.float32)
+    tc.build(s)(a, w, got)
+    want = a.astype(np.float64) @ w.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
+    assert not np.isnan(got).any()
+    assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale)
+
+
+def fp8_steps(got, want) -> np.ndarray:
+    """How many float8_e4m3 values lie between ``got`` and ``want`` (0: equal)."""
+    import ml_dtypes
+
+    bits = [np.asarray(x, ml_dtypes.float8_e4m3fn).view(np.uint8).astype(int) for x in (got, want)]
+    line = [np.where(b & 0x80, -(b & 0x7F), b & 0x7F) for b in bits]  # sign-magnitude to a monotonic line
+    return np.abs(line[0] - line[1])

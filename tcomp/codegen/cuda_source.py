@@ -19,6 +19,7 @@ then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
 from __future__ import annotations
 
 import math
+import zlib
 
 import numpy as np
 
@@ -28,7 +29,7 @@ from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, 
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel,
-                       Program, Seq, Store, WarpMma)
+                       Program, ProxyFence, Seq, Store, WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from . import nvvm_unroll
 from .exact_division import correction_is_exact, reciprocal_is_exact_on
@@ -160,6 +161,8 @@ _RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtyp
 #: numba, which this one must not: ``tcomp demo`` selects the simulator before numba loads)
 VECTOR_WIDTHS = (2, 4, 8, 16)
 VECTOR_BYTES = 16
+#: where a swizzled shared buffer starts (its pattern repeats every 1024 bytes)
+SWIZZLE_ALIGNMENT = 1024
 _RESERVED |= {f"_{verb}{width}" for verb in ("load", "store") for width in VECTOR_WIDTHS}
 #: bytes of one element of a buffer in memory, by dtype: in global and shared memory
 #: 16/8-bit floats are their bit patterns, in registers float32
@@ -192,6 +195,9 @@ class KernelWriter:
         self.uses_narrow = False
         self.uses_async = False  # cp.async copies, commits, waits
         self.uses_mma = False  # warp-wide matrix instructions and their operand packing
+        #: warpgroup instructions this kernel calls: module-level name -> the factory call
+        #: of ``tcomp.codegen.warpgroup_mma`` that builds it
+        self.warpgroup_intrinsics: dict = {}
         self.dynamic_shared = 0  # bytes of dynamic shared memory the kernel declares
         self.dynamic_bases: set = set()
         self.lane_values: dict = {}  # placeholder Var -> name of a lane of a vector load
@@ -209,6 +215,8 @@ class KernelWriter:
             return f"uint64({self.name(e, e.name)})" if wide else self.name(e, e.name)
         if isinstance(e, Binary) and e.op in ("+", "-", "*", "//", "%"):
             return f"({self.index(e.a, wide)} {e.op} {self.index(e.b, wide)})"
+        if isinstance(e, Binary) and e.op == "^":  # NOTE: numba widens bitwise results; keep the index's type
+            return f"{'uint64' if wide else 'uint32'}({self.index(e.a, wide)} ^ {self.index(e.b, wide)})"
         if isinstance(e, Binary) and e.op in ("max", "min"):
             return f"{e.op}({self.index(e.a, wide)}, {self.index(e.b, wide)})"
         if isinstance(e, Load) and not is_float(e.dtype):
@@ -373,6 +381,15 @@ class KernelWriter:
             self.warp_mma(s, depth)
         elif isinstance(s, FragmentLoad):
             self.fragment_load(s, depth)
+        elif isinstance(s, WarpgroupMma):
+            self.warpgroup_mma(s, depth)
+        elif isinstance(s, WarpgroupFence):
+            self.accumulators_through("wgmma_fence_tied", (), s.accumulators, depth)
+        elif isinstance(s, WarpgroupWait):
+            self.emit(f"{self.warpgroup_intrinsic('_wgmma_commit', 'wgmma_commit', None)}()", depth)
+            self.accumulators_through("wgmma_wait_tied", (s.pending,), s.accumulators, depth)
+        elif isinstance(s, ProxyFence):
+            self.emit(f"{self.warpgroup_intrinsic('_fence_proxy_async', 'fence_proxy_async', None)}()", depth)
         else:
             raise InternalError(f"cannot emit {type(s).__name__}")
 
@@ -396,6 +413,37 @@ class KernelWriter:
         self.emit(f"{', '.join(out)} = _{s.intrinsic}_{kind}({', '.join(regs + slots)})", depth)
         for slot, value in zip(slots, out):
             self.emit(f"{slot} = {value}", depth)
+
+    def warpgroup_intrinsic(self, name: str, factory: str, args) -> str:
+        """``name``, bound at module level to ``factory(*args)`` of ``tcomp.codegen.
+        warpgroup_mma`` (or to ``factory`` itself where ``args`` is None)."""
+        self.warpgroup_intrinsics[name] = (factory, args)
+        return name
+
+    def warpgroup_mma(self, s: WarpgroupMma, depth: int) -> None:
+        """One ``wgmma.mma_async``: two descriptors, and the accumulators in and out of the
+        local buffer at the instruction's constant offsets from the first."""
+        kind = {"bfloat16": "bf16", "float16": "f16"}[s.dtype]
+        first = self.flat_index(s.acc, s.acc_index[0])
+        offsets = tuple(int(simplify(binary("-", i, s.acc_index[0])).value) for i in s.acc_index)
+        tag = zlib.crc32(repr(offsets).encode())
+        mma = self.warpgroup_intrinsic(f"_wgmma_n{s.width}_{kind}_{'t' if s.trans_b else 'k'}_{tag:08x}", "wgmma",
+                                       (s.width, kind, s.trans_b, offsets))
+        describe = self.warpgroup_intrinsic("_wgmma_descriptor", "wgmma_descriptor", None)
+        descs = [f"{describe}({self.name(buf, buf.name)}, {self.flat_index(buf, start)}, uint32({lbo}), uint32({sbo}), "
+                 f"uint32({mode}))"
+                 for buf, start, (lbo, sbo), mode in ((s.a, s.a_start, s.a_strides, s.modes[0]),
+                                                      (s.b, s.b_start, s.b_strides, s.modes[1]))]
+        self.emit(f"{mma}({descs[0]}, {descs[1]}, {self.name(s.acc, s.acc.name)}, {first})", depth)
+
+    def accumulators_through(self, factory: str, args: tuple, accumulators: tuple, depth: int) -> None:
+        """A fence or wait with the first accumulator buffer tied through it, the others
+        through empty asm after it (so that no access of them crosses it)."""
+        for n, acc in enumerate(accumulators):
+            verb, verb_args = (factory, args) if n == 0 else ("accumulator_hold", ())
+            name = self.warpgroup_intrinsic(f"_{verb}_{'_'.join(map(str, verb_args + (acc.size,)))}", verb,
+                                            verb_args + (acc.size,))
+            self.emit(f"{name}({self.name(acc, acc.name)})", depth)
 
     def fragment_load(self, s: FragmentLoad, depth: int) -> None:
         """One ``ldmatrix``: this lane's ``count`` registers into the fragment buffer."""
@@ -559,7 +607,7 @@ class KernelWriter:
             if isinstance(node, Allocate) and node.buffer not in declared:
                 declared.append(node.buffer)
         shared = [b for b in declared if b.scope == "shared"]
-        if not self.simulator and shared_bytes(shared) > MAX_STATIC_SHARED_BYTES:
+        if not self.simulator and (shared_bytes(shared) > MAX_STATIC_SHARED_BYTES or any(b.swizzle for b in shared)):
             self.declare_dynamic_shared(shared)
         for b in declared:
             if b.scope == "shared" and self.dynamic_shared:
@@ -576,7 +624,11 @@ class KernelWriter:
     def declare_dynamic_shared(self, shared: list) -> None:
         """The shared buffers as slices of the block's dynamic shared memory, each on a
         16-byte boundary: a block may have more than ``MAX_STATIC_SHARED_BYTES`` of it
-        (the module sets the function's limit and passes the size at every launch)."""
+        (the module sets the function's limit and passes the size at every launch). With
+        a swizzled buffer among them (which must start on a 1024-byte boundary: the
+        swizzle permutes by address bits) the slices start after the first 1024-byte
+        boundary of the block's shared memory, 1024 bytes more allocated for that."""
+        aligned = any(b.swizzle for b in shared)
         offset = 0
         for b in shared:
             elem = element_bytes(b)
@@ -584,10 +636,17 @@ class KernelWriter:
             if base not in self.dynamic_bases:
                 self.dynamic_bases.add(base)
                 self.emit(f"{base} = cuda.shared.array(0, {storage_type(b)})", 1)
+                if aligned:
+                    shift = self.warpgroup_intrinsic("_shared_alignment_shift", "shared_alignment_shift", None)
+                    self.emit(f"{base}_shift = {shift}({base}, uint32({SWIZZLE_ALIGNMENT}))", 1)
+            if b.swizzle:
+                offset = -(-offset // SWIZZLE_ALIGNMENT) * SWIZZLE_ALIGNMENT
             start = offset // elem
-            self.emit(f"{self.name(b, b.name)} = {base}[{start}:{start + b.size}]", 1)
+            first = f"{base}_shift + uint32({start})" if aligned else f"{start}"
+            last = f"{base}_shift + uint32({start + b.size})" if aligned else f"{start + b.size}"
+            self.emit(f"{self.name(b, b.name)} = {base}[{first}:{last}]", 1)
             offset += -(-b.size * elem // 16) * 16
-        self.dynamic_shared = offset
+        self.dynamic_shared = offset + (SWIZZLE_ALIGNMENT if aligned else 0)
 
 
 def _bit_copy(store: Store) -> bool:
@@ -688,6 +747,9 @@ def program_source(program: Program, simulator: bool) -> str:
         parts.append(_MMA_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_vector for w in writers):
         parts.append(_VECTOR_IMPORTS.format(prefix="sim_" if simulator else ""))
+    warpgroup = {name: call for w in writers for name, call in w.warpgroup_intrinsics.items()}
+    if warpgroup:
+        parts.append(_warpgroup_definitions(warpgroup, simulator))
     alignment: dict = {}
     for w in writers:
         for name, nbytes in w.vector_alignment.items():
@@ -714,6 +776,16 @@ from tcomp.codegen.warp_mma import (
     {p}ldmatrix_x1_trans as _ldmatrix_x1_trans, {p}ldmatrix_x2_trans as _ldmatrix_x2_trans,
     {p}ldmatrix_x4_trans as _ldmatrix_x4_trans)
 """
+
+def _warpgroup_definitions(intrinsics: dict, simulator: bool) -> str:
+    """Module-level names of the warpgroup instructions the kernels call."""
+    p = "sim_" if simulator else ""
+    lines = ["", "import tcomp.codegen.warpgroup_mma as _warpgroup"]
+    for name, (factory, args) in sorted(intrinsics.items()):
+        call = "" if args is None else f"(*{args!r})"
+        lines.append(f"{name} = _warpgroup.{p}{factory}{call}")
+    return "\n".join(lines) + "\n"
+
 
 _VECTOR_IMPORTS = """
 from tcomp.codegen.vector_access import (

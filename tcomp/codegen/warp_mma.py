@@ -219,8 +219,8 @@ class _WarpRendezvous:
 
     TIMEOUT = 120.0  # seconds; a lane that never arrives is a kernel bug (divergent warp)
 
-    def __init__(self):
-        self.barrier = threading.Barrier(32, timeout=self.TIMEOUT)
+    def __init__(self, size: int):
+        self.barrier = threading.Barrier(size, timeout=self.TIMEOUT)
         self.slots: dict = {}
 
 
@@ -228,29 +228,32 @@ _RENDEZVOUS: dict = {}
 _RENDEZVOUS_LOCK = threading.Lock()
 
 
-def _lane_and_warp():
+def _lane_and_warp(size: int = 32):
+    """This simulated thread's place in its group of ``size`` consecutive threads (a warp,
+    or a warpgroup of 128), and the group's rendezvous."""
     thread = threading.current_thread()
     manager = getattr(thread, "_manager", None)
     if manager is None:
         raise RuntimeError("a warp-level instruction's model runs only inside a simulated kernel")
-    lane = thread.thread_id % 32
-    key = (id(manager), tuple(thread.blockIdx), thread.thread_id // 32)
+    lane = thread.thread_id % size
+    key = (id(manager), tuple(thread.blockIdx), size, thread.thread_id // size)
     with _RENDEZVOUS_LOCK:
-        warp = _RENDEZVOUS.setdefault(key, _WarpRendezvous())
+        warp = _RENDEZVOUS.setdefault(key, _WarpRendezvous(size))
     return lane, warp
 
 
-def _exchange(name: str, value):
-    """Every lane's ``value`` for this instruction, indexed by lane (all 32 must call)."""
-    lane, warp = _lane_and_warp()
+def _exchange(name: str, value, size: int = 32):
+    """Every lane's ``value`` for this instruction, indexed by lane (all ``size`` lanes of
+    the warp, or of the warpgroup, must call)."""
+    lane, warp = _lane_and_warp(size)
     warp.slots[lane] = value
     try:
         warp.barrier.wait()
-        everyone = [warp.slots[n] for n in range(32)]
+        everyone = [warp.slots[n] for n in range(size)]
         warp.barrier.wait()  # NOTE: nobody overwrites a slot before every lane has read
     except threading.BrokenBarrierError:
         raise RuntimeError(f"{name}: not every lane of the warp executed it (warp-level instructions need all "
-                           f"32 lanes of a warp, in the same order)") from None
+                           f"{size} lanes of a {'warp' if size == 32 else 'warpgroup'}, in the same order)") from None
     return lane, everyone
 
 

@@ -43,7 +43,8 @@ from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var
-from ..ir.stmt import THREAD_TAGS, Allocate, Barrier, Buffer, For, FragmentLoad, Kernel, Seq, Store, WarpMma
+from ..ir.stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, FragmentLoad, Kernel, Seq, Store, WarpgroupMma,
+                       WarpMma)
 from ..ir.visitor import free_vars, walk
 
 #: instructions a call costs (SFU sequences, roughly)
@@ -263,7 +264,7 @@ class _KernelWalk:
             return self._index_stmt(s.body)
         if isinstance(s, Store):
             return {s.buffer}, False
-        if isinstance(s, WarpMma):
+        if isinstance(s, (WarpMma, WarpgroupMma)):
             return {s.acc}, False
         if isinstance(s, FragmentLoad):
             return {s.dst}, False
@@ -333,6 +334,8 @@ class _KernelWalk:
             self._store(s, loops)
         elif isinstance(s, WarpMma):
             self._warp_mma(s, loops)
+        elif isinstance(s, WarpgroupMma):
+            self._warpgroup_mma(s, loops)
         elif isinstance(s, FragmentLoad):
             self._fragment_load(s, loops)
         elif isinstance(s, Barrier):
@@ -362,6 +365,22 @@ class _KernelWalk:
                 if ld.buffer.scope != "local" and key not in seen:
                     seen.add(key)
                     self._access(ld.buffer, ld.index, loops, warps, is_store=False)
+
+    def _warpgroup_mma(self, s: WarpgroupMma, loops) -> None:
+        """One wgmma per warpgroup: 2 * 64 * N * 16 matrix flops; per thread the
+        instruction and its two descriptors (about 8 instructions); the instruction reads
+        its 64 x 16 A and 16 x N B from shared memory, whole 128-byte blocks, so that each
+        128 bytes is one wavefront."""
+        threads = sum(len(w) for w in self._active_threads(loops, None))
+        groups = threads / 128
+        execs = _serial_product(loops) * _unrolled_product(loops)
+        flops = 2.0 * 64 * s.width * 16 * groups
+        self.flops += execs * flops
+        self.matrix_flops += execs * flops
+        instr = 8
+        self.thread_instr += execs * instr
+        self.warp_instr += execs * instr * 4 * groups
+        self.wavefronts += execs * groups * (64 * 16 + 16 * s.width) * itemsize(s.dtype) / 128
 
     def _fragment_load(self, s: FragmentLoad, loops) -> None:
         """One ldmatrix per warp: ``count`` phases of eight 16-byte rows, each as many

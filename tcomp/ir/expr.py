@@ -234,7 +234,7 @@ def binary(op: str, a, b) -> Expr:
     if a.dtype == "bool" or b.dtype == "bool":
         raise LanguageError(f"operator {op!r} does not take boolean operands")
     dtype = promote(a, b)
-    if op in ("//", "%") and is_float(dtype):
+    if op in ("//", "%", "^") and is_float(dtype):
         raise LanguageError(f"operator {op!r} needs integer operands, got {a.dtype} and {b.dtype}")
     a, b = cast(a, dtype), cast(b, dtype)
     folded = _fold(op, a, b)
@@ -250,7 +250,7 @@ def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         x, y = a.value, b.value
         table = {"+": lambda: x + y, "-": lambda: x - y, "*": lambda: x * y,
-                 "max": lambda: max(x, y), "min": lambda: min(x, y)}
+                 "max": lambda: max(x, y), "min": lambda: min(x, y), "^": lambda: x ^ y}
         if op in table:
             return IntImm(table[op](), a.dtype)
         if op in ("//", "%") and y != 0:
@@ -263,7 +263,7 @@ def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
             return b
         if isinstance(b, IntImm) and b.value == 0:
             return a
-    if op == "-" and isinstance(b, IntImm) and b.value == 0:
+    if op in ("-", "^") and isinstance(b, IntImm) and b.value == 0:
         return a
     if op == "*":
         for x, y in ((a, b), (b, a)):

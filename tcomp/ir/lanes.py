@@ -89,6 +89,11 @@ def lane_form(e: Expr, lane: Var, width: int) -> tuple[Expr, int] | None:
             return None
         k = const[0].value
         return simplify(binary("*", other[0], k)), other[1] * k
+    if e.op == "^":  # the same for every lane when both sides are
+        a, b = lane_form(e.a, lane, width), lane_form(e.b, lane, width)
+        if a is None or b is None or a[1] or b[1]:
+            return None
+        return simplify(binary("^", a[0], b[0])), 0
     if e.op in ("//", "%") and isinstance(e.b, IntImm) and e.b.value > 0:
         a = lane_form(e.a, lane, width)
         if a is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var
 
-_PREC = {"max": 100, "min": 100, "*": 20, "/": 20, "//": 20, "%": 20, "+": 10, "-": 10}
+_PREC = {"max": 100, "min": 100, "*": 20, "/": 20, "//": 20, "%": 20, "+": 10, "-": 10, "^": 5}
 
 
 def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str:
@@ -57,7 +57,8 @@ def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str
 
 def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     """``s`` as text; ``names`` maps the variables of enclosing loops to their shown names."""
-    from .stmt import Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel, Seq, Store, WarpMma
+    from .stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel, ProxyFence, Seq, Store,
+                       WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
 
     names = {} if names is None else names
     pad = "  " * indent
@@ -79,7 +80,9 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     if isinstance(s, Allocate):
         b = s.buffer
         shape = "x".join(str(d) for d in b.shape)
-        return f"{pad}{b.name} = alloc {b.scope} {b.dtype}[{shape}]\n{stmt_to_str(s.body, indent, names)}"
+        blocks = f" in {b.blocks[0]}x{b.blocks[1]} blocks" if b.blocks else ""
+        blocks += ", 128-byte swizzle" if b.swizzle else ""
+        return f"{pad}{b.name} = alloc {b.scope} {b.dtype}[{shape}]{blocks}\n{stmt_to_str(s.body, indent, names)}"
     if isinstance(s, Barrier):
         return f"{pad}syncthreads()"
     if isinstance(s, AsyncCommit):
@@ -97,6 +100,18 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
         dst = ", ".join(f"{s.dst.name}[{expr_to_str(i, 0, names)}]" for i in s.dst_index)
         return (f"{pad}{dst} = ldmatrix.x{s.count}{'.trans' if s.trans else ''}"
                 f"({s.src.name}[{expr_to_str(s.src_index, 0, names)}])")
+    if isinstance(s, WarpgroupMma):
+        acc = ", ".join(f"{s.acc.name}[{expr_to_str(i, 0, names)}]" for i in s.acc_index[:2])
+        a = f"{s.a.name}[{expr_to_str(s.a_start, 0, names)}] strides={s.a_strides}"
+        b = f"{s.b.name}[{expr_to_str(s.b_start, 0, names)}] strides={s.b_strides}{' trans' if s.trans_b else ''}"
+        return (f"{pad}wgmma_m64n{s.width}k16.{s.dtype}(acc=({acc}, ... {len(s.acc_index)} registers),\n"
+                f"{pad}    a={a},\n{pad}    b={b})")
+    if isinstance(s, WarpgroupFence):
+        return f"{pad}wgmma.fence()"
+    if isinstance(s, WarpgroupWait):
+        return f"{pad}wgmma.commit_group(); wgmma.wait_group({s.pending})"
+    if isinstance(s, ProxyFence):
+        return f"{pad}fence.proxy.async()"
     if isinstance(s, Kernel):
         params = ", ".join(p.name for p in s.params)
         head = f"{pad}kernel {s.name}({params})  # grid={s.grid} block={s.block}"

@@ -44,6 +44,13 @@ def linear_form(e: Expr) -> LinearForm:
             return {}, (ca // d) if e.op == "//" else (ca % d)
     if isinstance(e, Var):
         return {e: 1}, 0
+    if isinstance(e, Binary) and e.op == "^":  # a swizzle: constant when both sides are
+        a, b = simplify(e.a), simplify(e.b)
+        if isinstance(a, IntImm) and isinstance(b, IntImm):
+            return {}, a.value ^ b.value
+        if isinstance(b, IntImm) and b.value == 0:
+            return linear_form(a)
+        return {Binary("^", a, b): 1}, 0
     return {simplify_children(e): 1}, 0
 
 

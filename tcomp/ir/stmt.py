@@ -20,7 +20,21 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
              | FragmentLoad(count, trans, src, src_index, dst, dst_index)
                                                  ldmatrix: the warp loads 8x8 matrices of
                                                  16-bit values into fragment registers
-    Buffer  := (name, dtype, shape, scope)       scope: global | shared | local
+             | WarpgroupMma(width, dtype, acc, acc_index, a, a_start, a_strides,
+                            b, b_start, b_strides, trans_b)
+                                                 one wgmma.mma_async of a warpgroup (128
+                                                 threads), operands in shared memory
+             | WarpgroupFence(accumulators)      wgmma.fence before a chain of them
+             | WarpgroupWait(pending, accumulators)
+                                                 commit the chain, wait until at most
+                                                 ``pending`` chains are in flight
+             | ProxyFence()                      fence.proxy.async: this thread's shared
+                                                 stores become visible to wgmma
+    Buffer  := (name, dtype, shape, scope, blocks, swizzle)
+                                                 scope: global | shared | local; blocks:
+                                                 () row-major, or (rows, cols): stored as
+                                                 contiguous blocks of the last two dims;
+                                                 swizzle: their 16-byte chunks permuted
     Kernel  := (name, params, body, grid, block) one launch
     Program := (kernels, inputs, outputs, intermediates)
 
@@ -47,6 +61,17 @@ class Buffer:
     dtype: str
     shape: tuple
     scope: str = "global"
+    #: () for row-major storage; (rows, cols) for a buffer whose last two dimensions are
+    #: stored as a row-major grid of rows x cols blocks, each block contiguous and
+    #: row-major (``s[T].storage_blocks``; wgmma's 8 x 8 core matrices)
+    blocks: tuple = ()
+    #: with ``blocks`` of 8 rows x 128 bytes: the 16-byte chunks of each block row are
+    #: permuted, chunk c of row r stored at chunk ``c ^ (r % 8)`` (the 128-byte swizzle
+    #: of wgmma and TMA; ``s[T].storage_swizzle``); the buffer starts 1024-byte aligned
+    swizzle: bool = False
+    #: of a pipeline's ring: iterations its slots' readers may run after they start
+    #: (``s[T].pipeline(stages, reader_lag)``)
+    reader_lag: int = 0
 
     @property
     def size(self) -> int:
@@ -157,6 +182,59 @@ class FragmentLoad(Stmt):
     src_index: Expr
     dst: Buffer
     dst_index: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class WarpgroupMma(Stmt):
+    """``wgmma.mma_async.m64n{width}k16`` (``s[T].tensorize``): the 128 threads of a
+    warpgroup multiply a 64 x 16 A by a 16 x ``width`` B of 16-bit floats (``dtype``), both
+    in shared buffers stored in 8 x 8 blocks, and add the product to a 64 x ``width``
+    float32 accumulator, ``width / 2`` registers a thread: ``acc[acc_index[i]]`` is this
+    thread's register i (``tcomp.codegen.warpgroup_mma`` gives the layout). The operands
+    begin at elements ``a_start`` and ``b_start`` (the same for every thread of the
+    warpgroup); ``*_strides`` are the descriptors' (leading, stride) byte offsets; with
+    ``trans_b`` B's n is contiguous (a row-major K x N tile). The instruction runs
+    asynchronously: a :class:`WarpgroupFence` precedes a chain of them and a
+    :class:`WarpgroupWait` retires it before anything else reads the accumulators or
+    overwrites the operands."""
+
+    width: int
+    dtype: str
+    acc: Buffer
+    acc_index: tuple
+    a: Buffer
+    a_start: Expr
+    a_strides: tuple
+    b: Buffer
+    b_start: Expr
+    b_strides: tuple
+    trans_b: bool
+    #: the descriptors' layout modes of A and B: 0 8 x 8 blocks, 1 the 128-byte swizzle
+    modes: tuple = (0, 0)
+
+
+@dataclass(frozen=True, eq=False)
+class WarpgroupFence(Stmt):
+    """``wgmma.fence``: this thread's earlier accesses of ``accumulators`` (local buffers)
+    are ordered before the wgmma chain that follows."""
+
+    accumulators: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class WarpgroupWait(Stmt):
+    """``wgmma.commit_group`` then ``wgmma.wait_group pending``: the chain issued since the
+    last commit closes, and the thread waits until at most ``pending`` chains run; with 0
+    every wgmma before it has written ``accumulators`` and read its shared operands."""
+
+    pending: int
+    accumulators: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class ProxyFence(Stmt):
+    """``fence.proxy.async.shared::cta``: this thread's shared-memory stores (and landed
+    cp.async copies) become visible to the async proxy that wgmma reads through."""
 
 
 @dataclass(frozen=True, eq=False)

@@ -97,14 +97,25 @@ class BoundInference:
         predicates = self._predicates(stage, ranges, extents, values, inward)
         scope = storage_scope(stage)
         if scope == "global":
-            if any(stage.storage_padding.values()):
-                raise LoweringError(f"storage_pad of {stage.name}: {stage.name} is in device memory, where "
-                                    "its layout is the tensor's own; pad a shared or local cache of it instead")
+            laid_out = [name for name, used in (("storage_pad", any(stage.storage_padding.values())),
+                                                ("storage_blocks", stage.storage_block_shape and
+                                                 not stage.storage_swizzled),
+                                                ("storage_swizzle", stage.storage_swizzled)) if used]
+            if laid_out:
+                raise LoweringError(f"{' and '.join(laid_out)} of {stage.name}: {stage.name} is in device memory, "
+                                    "where its layout is the tensor's own; lay out a shared or local cache of it "
+                                    "instead")
             buffer = Buffer(stage.name, stage.tensor.dtype, stage.tensor.shape, "global")
         else:
             padding = stage.storage_padding
             shape = tuple(ranges[ax].extent + padding.get(ax, 0) for ax in storage_axes(stage))
-            buffer = Buffer(stage.name, stage.tensor.dtype, shape, scope)
+            blocks = stage.storage_block_shape
+            if blocks and (shape[-2] % blocks[0] or shape[-1] % blocks[1]):
+                how = (f"storage_swizzle() stores blocks of 8 rows of 128 bytes ({blocks[1]} values)"
+                       if stage.storage_swizzled else f"storage_blocks({blocks[0]}, {blocks[1]}) stores such blocks")
+                raise ScheduleError(f"{how} of {stage.name}, whose buffer is {' x '.join(map(str, shape))}: its last "
+                                    f"two dimensions must be multiples of {blocks[0]} and {blocks[1]}")
+            buffer = Buffer(stage.name, stage.tensor.dtype, shape, scope, blocks, stage.storage_swizzled)
         return StageLayout(stage, self.bodies[stage], ranges, extents, values, predicates, buffer, scope)
 
     def _inward_splits(self, root: Stage) -> frozenset:

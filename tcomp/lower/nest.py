@@ -9,6 +9,7 @@ outermost reduction loop, inside the spatial loops that come after it.
 
 from __future__ import annotations
 
+from ..dtypes import itemsize
 from ..errors import InternalError, LoweringError
 from ..ir.expr import Expr, FloatImm, IntImm, Load, binary, cast, logical_and
 from ..ir.simplify import simplify
@@ -46,6 +47,9 @@ class NestBuilder:
         by_axis = dict(zip(stage.root_axes, indices))
         order = storage_axes(stage)
         offsets = [region_offset(layout.ranges[ax], by_axis[ax]) for ax in order]
+        if layout.buffer.blocks:
+            return blocked_index(offsets, layout.buffer.shape, layout.buffer.blocks, layout.buffer.swizzle,
+                                 16 // itemsize(layout.buffer.dtype))
         return flat_index(offsets, None, layout.buffer.shape)
 
     def lower_expr(self, e: Expr, values: dict) -> Expr:
@@ -102,7 +106,8 @@ class NestBuilder:
                 staged[p] = stage_through_registers(self.stage_stmt(p), var, extent, p.name)
             if any(step.kind == "land" and step.stage is p for step in steps):
                 _check_overlapped(p, pl, stage, var, kind, "pipeline")
-                rings[p] = stage_through_ring(self.stage_stmt(p), pl.buffer, var, extent, p.pipeline_stages, p.name)
+                rings[p] = stage_through_ring(self.stage_stmt(p), pl.buffer, var, extent, p.pipeline_stages, p.name,
+                                              p.pipeline_reader_lag)
             elif pl.scope != "global":  # a global buffer is a kernel argument, shared by all
                 allocs.append(pl.buffer)
         _check_ring_sizes(rings, stage, var)
@@ -116,7 +121,7 @@ class NestBuilder:
                 body.append(self.stage_stmt(step.stage))
             elif step.kind == "land":  # one wait for every ring's copies of this tile
                 if step.stage is next(iter(rings)):
-                    body.append(AsyncWait(step.stage.pipeline_stages - 2))
+                    body.append(AsyncWait(step.stage.pipeline_stages - 2 - step.stage.pipeline_reader_lag))
             elif step.kind == "issue":
                 body.append(rings[step.stage].issue)
                 if step.stage is list(rings)[-1]:
@@ -153,11 +158,12 @@ def _check_overlapped(producer: Stage, layout: StageLayout, consumer: Stage, var
 
 def _check_ring_sizes(rings: dict, consumer: Stage, var) -> None:
     """The pipelined tiles of one loop share its waits, so they keep as many tiles in flight."""
-    counts = {p.name: p.pipeline_stages for p in rings}
-    if len(set(counts.values())) > 1:
-        shown = ", ".join(f"{name}: {n}" for name, n in counts.items())
-        raise LoweringError(f"the tiles pipelined at loop {var.name} of {consumer.name} have different stage "
-                            f"counts ({shown}); they share the loop's waits, so give them the same")
+    for what, key in (("stage counts", "pipeline_stages"), ("reader lags", "pipeline_reader_lag")):
+        counts = {p.name: getattr(p, key) for p in rings}
+        if len(set(counts.values())) > 1:
+            shown = ", ".join(f"{name}: {n}" for name, n in counts.items())
+            raise LoweringError(f"the tiles pipelined at loop {var.name} of {consumer.name} have different {what} "
+                                f"({shown}); they share the loop's waits, so give them the same")
 
 
 def _dedupe(preds):
@@ -179,6 +185,26 @@ def flat_index(indices, mins, shape) -> Expr:
             ix = binary("-", ix, mins[d])
         result = binary("+", binary("*", result, shape[d]), ix)
     return simplify(result)
+
+
+def blocked_index(indices, shape, blocks, swizzle: bool = False, chunk: int = 8) -> Expr:
+    """Flat index of ``indices`` in a buffer of ``shape`` whose last two dimensions are
+    stored as a row-major grid of ``blocks`` (rows, cols), each block row-major; with
+    ``swizzle`` the ``chunk``-element pieces of block row r are permuted, piece c stored
+    at ``c ^ (r % rows)``."""
+    *lead, row, col = indices
+    *lead_shape, rows, cols = shape
+    block_rows, block_cols = blocks
+    size = block_rows * block_cols
+    row_in, col_in = binary("%", row, IntImm(block_rows)), binary("%", col, IntImm(block_cols))
+    if swizzle:
+        piece = binary("^", binary("//", col_in, IntImm(chunk)), row_in)
+        col_in = binary("+", binary("*", piece, IntImm(chunk)), binary("%", col, IntImm(chunk)))
+    inner = binary("+", binary("+", binary("*", binary("//", row, IntImm(block_rows)), IntImm(cols // block_cols * size)),
+                               binary("*", binary("//", col, IntImm(block_cols)), IntImm(size))),
+                   binary("+", binary("*", row_in, IntImm(block_cols)), col_in))
+    outer = flat_index(lead, None, lead_shape) if lead else IntImm(0)
+    return simplify(binary("+", binary("*", outer, IntImm(rows * cols)), inner))
 
 
 def _identity(combiner: str, dtype: str) -> Expr:

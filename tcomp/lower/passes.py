@@ -11,6 +11,7 @@ from ..ir.visitor import free_vars, map_children, rewrite, walk
 from .fragments import load_fragments
 from .partition import partition_loops
 from .tensorize import tensorize_loops
+from .warpgroup import order_warpgroup_mma
 
 
 def infer_launch(kernel: Kernel) -> Kernel:
@@ -108,5 +109,6 @@ KERNEL_PASSES = (
     ("partition_loops", partition_loops),
     ("simplify_indices", simplify_indices),
     ("tensorize_loops", tensorize_loops),
+    ("order_warpgroup_mma", order_warpgroup_mma),
     ("load_fragments", load_fragments),
 )

@@ -31,6 +31,11 @@ barrier of iteration ko + n - 1, the first that reads that slot.
 At iteration ko the thread has committed ``n - 1 + ko`` groups, and tile ko's is the
 ``ko + 1``-th: waiting until at most ``n - 2`` are in flight completes it.
 
+With a reader lag of ``d`` (asynchronous readers, wgmma chains of which ``d`` are still
+running at the first barrier of the next iteration) every distance shrinks by ``d``: the
+copies are issued ``n - 1 - d`` iterations ahead into slot ``(ko - 1 - d) % n``, whose
+readers were retired before that barrier, and the wait leaves ``n - 2 - d`` in flight.
+
 The fill must be a copy: one loop nest around a store of a global tensor's element,
 unchanged and of the same storage type (cp.async moves bytes): 4-byte elements, or 2-byte
 ones (bfloat16, float16: their bits in both places) moved by a vectorized fill of 2, 4 or
@@ -74,9 +79,10 @@ class RingFill:
         return rewrite(body, move)
 
 
-def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages: int, stage_name: str) -> RingFill:
+def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages: int, stage_name: str,
+                       reader_lag: int = 0) -> RingFill:
     """Split the fill of ``tile`` computed at ``loop`` into the prologue's copies and the
-    copy issued ``stages - 1`` iterations ahead (module docstring)."""
+    copy issued ``stages - 1 - reader_lag`` iterations ahead (module docstring)."""
     loops, store = unnest_fill(fill, stage_name, "pipeline")
     source = store.value
     if not (isinstance(source, Load) and source.buffer.scope == "global"):
@@ -93,7 +99,10 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
         raise LoweringError(f"pipeline of {stage_name}: cp.async copies 4, 8 or 16 bytes; its fill copies "
                             f"{lanes * size} bytes at once ({lanes} {tile.dtype} lane{'s' if lanes > 1 else ''}): "
                             f"vectorize the fill's innermost split (8 lanes of a 2-byte type copy 16 bytes)")
-    ring = Buffer(tile.name, tile.dtype, (stages * _size(tile),), "shared")
+    # NOTE: slot-major; a ring of blocked tiles keeps the tile's dimensions (a descriptor's
+    # strides follow its rows), the others are flat
+    shape = (stages, *tile.shape) if tile.blocks else (stages * _size(tile),)
+    ring = Buffer(tile.name, tile.dtype, shape, "shared", tile.blocks, tile.swizzle, reader_lag)
 
     def copy_of(iteration, slot, guard=None) -> Stmt:
         shift = {loop: iteration}
@@ -102,8 +111,9 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
         return renest(loops, Store(ring, index, substitute(source, shift), logical_and(guard, predicate),
                                     asynchronous=True))
 
-    ahead = binary("+", loop, stages - 1)
-    prologue = tuple(copy_of(IntImm(t), IntImm(t)) if t < extent else None for t in range(stages - 1))
+    distance = stages - 1 - reader_lag
+    ahead = binary("+", loop, distance)
+    prologue = tuple(copy_of(IntImm(t), IntImm(t)) if t < extent else None for t in range(distance))
     issue = copy_of(ahead, binary("%", ahead, stages), compare("<", ahead, extent))
     return RingFill(tile, ring, stages, prologue, issue)
 
@@ -111,7 +121,7 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
 def prologue_of(rings: list) -> Stmt:
     """Before the loop: tile by tile, every ring's copies, then one commit group."""
     steps = []
-    for t in range(rings[0].stages - 1):
+    for t in range(len(rings[0].prologue)):
         steps += [r.prologue[t] for r in rings if r.prologue[t] is not None]
         steps.append(AsyncCommit())
     return seq(*steps)

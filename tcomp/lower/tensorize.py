@@ -32,6 +32,7 @@ from ..ir.expr import Binary, Cast, IntImm, Load, Var, binary
 from ..ir.simplify import simplify
 from ..ir.stmt import Allocate, For, Kernel, Seq, Store, WarpMma
 from ..ir.visitor import free_vars, substitute
+from ..schedule.stage import wgmma_width
 
 #: what ``tensorize`` maps onto: (rows, columns, k) of one instruction
 MMA_SHAPE = (16, 8, 16)
@@ -39,7 +40,9 @@ _OPERAND_DTYPES = ("bfloat16", "float16")
 
 
 def tensorize_loops(kernel: Kernel) -> Kernel:
-    """Replace every loop nest marked ``tensorize`` by the warp instruction it computes."""
+    """Replace every loop nest marked ``tensorize`` by the warp instruction it computes
+    (or, marked for wgmma, by the warpgroup instruction: ``tcomp.lower.warpgroup``)."""
+
     return replace(kernel, body=_visit(kernel.body, (), kernel))
 
 
@@ -51,6 +54,11 @@ def _visit(stmt, loops: tuple, kernel: Kernel):
     if isinstance(stmt, For):
         if stmt.kind == "tensorize":
             return _warp_mma(stmt, loops, kernel)
+        if stmt.kind.startswith("tensorize."):
+            from .warpgroup import warpgroup_mma  # NOTE: that module builds on this one's operand helpers
+
+            intrinsic = stmt.kind.partition(".")[2]
+            return warpgroup_mma(stmt, loops, kernel, intrinsic, wgmma_width(intrinsic))
         return replace(stmt, body=_visit(stmt.body, loops + (stmt,), kernel))
     return stmt
 
@@ -87,7 +95,7 @@ def _warp_mma(loop: For, loops: tuple, kernel: Kernel) -> WarpMma:
         _refuse(loop, f"the nest's loops are {shape}; the instruction needs a reduction loop of 16 (the "
                       f"accumulator does not depend on it) and two loops of 2 over the lane's accumulators")
     kk = ks[0]
-    acc, factors = _multiply_add(store)
+    acc, factors = multiply_add(store)
     if acc is None:
         _refuse(loop, f"the nest's body must be {store.buffer.name}[...] += a * b with a and b 16-bit floats; "
                       f"it is {store}")
@@ -101,7 +109,7 @@ def _warp_mma(loop: For, loops: tuple, kernel: Kernel) -> WarpMma:
                   "with A's operand independent of l % 4 and B's of l // 4, both in shared or global memory")
 
 
-def _multiply_add(store: Store):
+def multiply_add(store: Store):
     """``(accumulator load, (a, b))`` of ``acc[i] = acc[i] + a * b`` with ``a`` and ``b``
     float32 casts of 16-bit float loads, or ``(None, None)``."""
     value = store.value
@@ -172,7 +180,7 @@ def sample_environments(variables: list, extents: dict) -> list:
     return samples + [[draw.randrange(extents[v]) for v in variables] for _ in range(2)]
 
 
-_PYTHON_OPS = {"+": "+", "-": "-", "*": "*", "//": "//", "%": "%"}
+_PYTHON_OPS = {"+": "+", "-": "-", "*": "*", "//": "//", "%": "%", "^": "^"}
 
 
 def index_function(e, params: list):
@@ -219,4 +227,4 @@ def _instruction(store: Store, a, b, lane: Var, rows: Var, cols: Var, kk: Var, l
     return WarpMma("mma_m16n8k16", operand_load(a).dtype, store.buffer, acc_index, a_values, b_values)
 
 
-__all__ = ["MMA_SHAPE", "index_function", "operand_load", "sample_environments", "tensorize_loops"]
+__all__ = ["MMA_SHAPE", "index_function", "multiply_add", "operand_load", "sample_environments", "tensorize_loops"]

@@ -807,12 +807,14 @@ def reassociations(s, prog: ScheduledProgram) -> tuple:
                 f"({partial}), combined afterwards; "
                 + ("exact for max and min: the result is the same" if exact else
                    "a floating-point sum may differ from the algorithm's in the last bits"))))
-        tensorized = [v.name for v, kind in stage.annotations.items() if kind == "tensorize"]
+        tensorized = [(v.name, kind) for v, kind in stage.annotations.items() if kind.startswith("tensorize")]
         if tensorized:
+            name, kind = tensorized[0]
+            intrinsic = kind.partition(".")[2] or "mma_m16n8k16"
             out.append(Reassociation(stage.name, red.combiner, False, (
-                f"{stage.name}: tensorize({tensorized[0]}, 'mma_m16n8k16') adds each k step's 16 products inside "
-                f"one mma.sync instruction, in the hardware's order; a floating-point sum may differ from the "
-                f"algorithm's in the last bits")))
+                f"{stage.name}: tensorize({name}, {intrinsic!r}) adds each k step's 16 products inside "
+                f"one {'wgmma' if kind != 'tensorize' else 'mma.sync'} instruction, in the hardware's order; a "
+                f"floating-point sum may differ from the algorithm's in the last bits")))
             continue
         upd = next((st for st in prog.of_stage(stage) if st.kind == "update"), None)
         if upd is None:

@@ -17,8 +17,26 @@ from ..errors import ScheduleError
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..lang.tensor import IterVar
 
-#: the warp-wide instructions ``tensorize`` knows
+#: the warp-wide instructions ``tensorize`` knows; and ``"wgmma_m64n{N}k16"`` for a
+#: multiple N of 8 up to 256 (warpgroup-wide, :func:`wgmma_width`)
 TENSOR_INTRINSICS = ("mma_m16n8k16",)
+
+
+def wgmma_width(intrinsic: str) -> int | None:
+    """N of an intrinsic named ``"wgmma_m64n{N}k16"`` (N a multiple of 8, 8..256), or None."""
+    head, tail = "wgmma_m64n", "k16"
+    if not (isinstance(intrinsic, str) and intrinsic.startswith(head) and intrinsic.endswith(tail)):
+        return None
+    digits = intrinsic[len(head):-len(tail)]
+    if not digits.isdigit() or int(digits) % 8 or not 8 <= int(digits) <= 256:
+        return None
+    return int(digits)
+
+
+def tensorize_kind(intrinsic: str) -> str:
+    """The loop kind that marks a tensorized loop: ``tensorize`` for mma.sync,
+    ``tensorize.wgmma_m64n{N}k16`` for wgmma."""
+    return "tensorize" if intrinsic in TENSOR_INTRINSICS else f"tensorize.{intrinsic}"
 from .trace import TraceEntry, user_call_site
 
 
@@ -131,8 +149,11 @@ class Stage:
         self.is_cache = False
         self.storage_axes: tuple | None = None  # dimension order of the stage's buffer
         self.storage_padding: dict = {}  # root axis -> unused elements after its extent
+        self.storage_block_shape: tuple = ()  # (rows, cols) blocks of the last two dimensions
+        self.storage_swizzled = False  # blocks of 8 rows x 128 bytes, chunks XOR-permuted
         self.double_buffered = False
         self.pipeline_stages: int | None = None  # s.pipeline: tiles in the ring
+        self.pipeline_reader_lag = 0  # s.pipeline: iterations a slot's readers may run on
         self.rfactor_parts: int | None = None  # s.rfactor: the partial results this stage combines
 
     # ------------------------------------------------------------------ inspection
@@ -320,11 +341,22 @@ class Stage:
             s[CL].compute_at(s[C], lane); ko, ki = s[CL].split(k, 16)
             s[CL].tensorize(ki, "mma_m16n8k16")
 
+        ``"wgmma_m64n<N>k16"`` (Hopper): one ``wgmma.mma_async`` of a warpgroup, 128
+        threads on ``threadIdx.x``, multiplies a 64 x 16 tile of A by a 16 x N tile of B,
+        both in shared tiles stored in 8 x 8 blocks (``storage_blocks(8, 8)``; A's k and
+        B's n contiguous in a block row). Below ``axis`` (k of 16) the nest holds the
+        thread's N / 2 accumulators, thread ``t`` the rows ``16 * (t // 32) + (t % 32) // 4
+        + 8 * rh`` and columns ``8 * nj + 2 * (t % 4) + c`` (rh, c in 0, 1; nj < N / 8) of a
+        64 x N tile; lowering fences the chain of instructions of a k step and waits for it
+        (``tcomp.lower.warpgroup``). :func:`tcomp.search.rules.wgmma_tiles` writes such a
+        schedule.
+
         The instruction adds a k step's 16 products in its own order; ``tc.check``
         reports the reassociation."""
-        if intrinsic not in TENSOR_INTRINSICS:
+        if intrinsic not in TENSOR_INTRINSICS and wgmma_width(intrinsic) is None:
             raise ScheduleError(f"unknown tensor intrinsic {intrinsic!r}; available: "
-                                f"{', '.join(map(repr, TENSOR_INTRINSICS))}")
+                                f"{', '.join(map(repr, TENSOR_INTRINSICS))} and 'wgmma_m64n<N>k16' for N a multiple "
+                                f"of 8 from 8 to 256")
         problem = _not_a_16_bit_product(self.op)
         if problem:
             raise ScheduleError(f"{intrinsic} computes a float32 sum of products of two bfloat16 or float16 "
@@ -333,7 +365,7 @@ class Stage:
         if leaf.kind != "reduce":
             raise ScheduleError(f"tensorize takes the reduction loop of the instruction's k (16); "
                                 f"{leaf.name} is a spatial loop of {self.name}")
-        self._annotate(leaf, "tensorize")
+        self._annotate(leaf, tensorize_kind(intrinsic))
 
     # ------------------------------------------------------------------ placement primitives
 
@@ -425,6 +457,49 @@ class Stage:
         self.storage_padding = {**self.storage_padding, axis: elements}
 
     @primitive
+    def storage_blocks(self, rows: int, cols: int):
+        """Store this stage's buffer as a row-major grid of ``rows`` x ``cols`` blocks of
+        its last two dimensions, each block contiguous and row-major inside. With 8 x 8
+        blocks of 16-bit values every block is one of wgmma's core matrices (128 bytes),
+        which is how that instruction reads a shared operand; a warp reading such a block
+        touches every bank once. What is computed is unchanged; ``tc.lower`` shows the
+        blocked buffer. The two dimensions must be multiples of the block's.
+
+        Before::   A_shared = alloc shared bfloat16[128x64];  A_shared[i * 64 + k]
+        After::    A_shared = alloc shared bfloat16[128x64] in 8x8 blocks;
+                   A_shared[i // 8 * 512 + k // 8 * 64 + i % 8 * 8 + k % 8]   (storage_blocks(8, 8))
+        """
+        for name, value in (("rows", rows), ("cols", cols)):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise ScheduleError(f"storage_blocks of {self.name}: {name} must be a positive integer, not {value!r}")
+        if len(self.root_axes) < 2:
+            raise ScheduleError(f"storage_blocks stores the last two dimensions of a buffer in blocks; {self.name} "
+                                f"has {len(self.root_axes)}")
+        self.storage_block_shape = (rows, cols)
+        self.storage_swizzled = False
+
+    @primitive
+    def storage_swizzle(self):
+        """Store this stage's buffer in the 128-byte swizzle that wgmma (and TMA) read: its
+        last two dimensions as a row-major grid of blocks of 8 rows x 128 bytes (1024
+        bytes, 64 16-bit values a row), and in each block row ``r`` the 16-byte chunk
+        ``c`` stored at chunk ``c ^ (r % 8)``. Eight threads that store the eight chunks of
+        one row, or read one chunk of each of eight rows, then touch every bank once.
+        What is computed is unchanged; ``tc.lower`` shows the swizzled index (``^``).
+        The last dimension must be a multiple of 128 bytes and the one before of 8.
+
+        Before::   A_shared[i * 64 + k]
+        After::    A_shared[i // 8 * 512 + i % 8 * 64 + (k // 8 ^ i % 8) * 8 + k % 8]
+        """
+        if len(self.root_axes) < 2:
+            raise ScheduleError(f"storage_swizzle lays out the last two dimensions of a buffer; {self.name} "
+                                f"has {len(self.root_axes)}")
+        from ..dtypes import itemsize
+
+        self.storage_block_shape = (8, 128 // itemsize(self.tensor.dtype))
+        self.storage_swizzled = True
+
+    @primitive
     def double_buffer(self):
         """Load the next iteration's tile while the current one is computed on. For a
         shared tile computed at a serial loop (the k step of a matmul), each thread
@@ -441,7 +516,7 @@ class Stage:
         self.double_buffered = True
 
     @primitive
-    def pipeline(self, stages: int = 3):
+    def pipeline(self, stages: int = 3, reader_lag: int = 0):
         """Keep ``stages - 1`` tiles in flight: for a shared tile computed at a serial loop
         (the k step of a matmul), a ring of ``stages`` tiles in shared memory, filled by
         asynchronous copies (cp.async) issued ``stages - 1`` iterations ahead, so that the
@@ -454,13 +529,23 @@ class Stage:
                    for ko: sync; wait(tile ko); sync
                            if ko + n - 1 < extent: issue S[(ko + n - 1) % n] = A[ko + n - 1]
                            compute(S[ko % n])
+
+        ``reader_lag``: the readers of a slot are asynchronous and may still read it
+        ``reader_lag`` iterations later (wgmma chains left in flight: lowering then waits
+        for all but that many at the end of each iteration, ``tcomp.lower.warpgroup``).
+        The copies are then issued ``stages - 1 - reader_lag`` iterations ahead, into the
+        slot read ``reader_lag + 1`` iterations before; it needs ``stages >= reader_lag + 2``.
         """
         self._check_placeable()
         if not isinstance(stages, int) or isinstance(stages, bool) or not 2 <= stages <= 8:
             raise ScheduleError(f"pipeline of {self.name}: stages must be an integer from 2 to 8 "
                                 f"(tiles in the ring), not {stages!r}")
+        if not isinstance(reader_lag, int) or isinstance(reader_lag, bool) or not 0 <= reader_lag <= stages - 2:
+            raise ScheduleError(f"pipeline of {self.name}: reader_lag must be an integer from 0 to stages - 2 = "
+                                f"{stages - 2} (at least one tile must be in flight), not {reader_lag!r}")
         self._check_not_overlapped(self.double_buffered, "double buffered")
         self.pipeline_stages = stages
+        self.pipeline_reader_lag = reader_lag
 
     def _check_not_overlapped(self, already: bool, how: str) -> None:
         if already:

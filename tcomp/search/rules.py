@@ -40,6 +40,12 @@ SHARED_BYTES = 227 * 1024
 MMA_M, MMA_N, MMA_K = 16, 8, 16
 #: elements of padding after each row of the shared tiles that ldmatrix reads (16 bytes)
 MMA_PAD = 8
+#: rows of one wgmma tile, and the threads of the warpgroup that computes it
+WGMMA_M, WARPGROUP_THREADS = 64, 128
+#: registers a wgmma thread needs besides its accumulators (ptxas: 118 with 64 of them)
+WGMMA_OTHER_REGISTERS = 56
+#: 32-bit registers of an SM
+REGISTERS_PER_SM = 65536
 
 
 def matrix_product_operands(op) -> tuple | None:
@@ -124,6 +130,16 @@ def _block_and_thread_tiles(s, out, lead: tuple, BM: int, BN: int, TM: int, TN: 
     return tx
 
 
+def _over_the_threads(s, cache, flat, threads_y: int, threads_x: int) -> None:
+    """The fill's loop ``flat`` spread over the block's threads (``threadIdx.y`` x
+    ``threadIdx.x``), what is left of it unrolled in each thread."""
+    rest, thread = s[cache].split(flat, threads_y * threads_x)
+    ty, tx = s[cache].split(thread, threads_x)
+    s[cache].bind(ty, "threadIdx.y")
+    s[cache].bind(tx, "threadIdx.x")
+    s[cache].unroll(rest)
+
+
 def _cooperative_fill(s, cache, threads_y: int, threads_x: int, vector: int) -> None:
     """Spread a shared tile's fill over the block's threads: consecutive threads on
     consecutive elements of a row (coalesced), ``vector`` elements per thread and load."""
@@ -134,11 +150,7 @@ def _cooperative_fill(s, cache, threads_y: int, threads_x: int, vector: int) -> 
     if vector > 1:
         flat, lanes = s[cache].split(flat, vector)
         s[cache].vectorize(lanes)
-    rest, thread = s[cache].split(flat, threads_y * threads_x)
-    ty, tx = s[cache].split(thread, threads_x)
-    s[cache].bind(ty, "threadIdx.y")
-    s[cache].bind(tx, "threadIdx.x")
-    s[cache].unroll(rest)
+    _over_the_threads(s, cache, flat, threads_y, threads_x)
 
 
 def _k_loop(s, acc, a_shared, b_shared, a_frag, b_frag, BK: int, k_unroll: int, fragment_k: int = 1) -> None:
@@ -376,6 +388,19 @@ class WarpTiling(Rule):
         _overlap(s, a_shared, b_shared, p)
 
 
+def _staged_blocks(s, out, product, a, b, BM: int, BN: int) -> tuple:
+    """The product's accumulator (a local cache of it where ``out`` is the product), shared
+    caches of ``a`` and ``b`` read by it, and ``out`` in BM x BN blocks (a leading axis
+    bound to ``blockIdx.z``): ``(acc, a_shared, b_shared, (bi, bj, ii, jj))``."""
+    acc = s.cache_write(product, "local") if product == out.name else s[product].op.output
+    a_shared = s.cache_read(a, "shared", [acc])
+    b_shared = s.cache_read(b, "shared", [acc])
+    *slices, i, j = s[out].axis
+    for axis in slices:
+        s[out].bind(axis, "blockIdx.z")
+    return acc, a_shared, b_shared, s[out].tile(i, j, BM, BN)
+
+
 def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, vector=8, stages=0, pad=MMA_PAD,
                    rows_fastest=False):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks of
@@ -408,13 +433,7 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
         raise ScheduleError(f"the mma tiles need M >= BM = {BM}, N >= BN = {BN} (a last block that does not fit "
                                f"is shifted inwards) and K a multiple of BK = {BK}, itself a multiple of {MMA_K}; "
                                f"the shape is {M} x {N} x {K}")
-    acc = s.cache_write(product, "local") if product == out.name else s[product].op.output
-    a_shared = s.cache_read(a, "shared", [acc])
-    b_shared = s.cache_read(b, "shared", [acc])
-    *slices, i, j = s[out].axis
-    for axis in slices:
-        s[out].bind(axis, "blockIdx.z")
-    bi, bj, ii, jj = s[out].tile(i, j, BM, BN)
+    acc, a_shared, b_shared, (bi, bj, ii, jj) = _staged_blocks(s, out, product, a, b, BM, BN)
     wi, ii = s[out].split(ii, WM)
     wj, jj = s[out].split(jj, WN)
     mi, ii = s[out].split(ii, MMA_M)
@@ -452,6 +471,89 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
 
 
 
+def _blocked_fill(s, cache, threads_y: int, threads_x: int) -> None:
+    """Spread the fill of a shared tile stored in 8 x 8 blocks over the block's threads,
+    16 bytes (8 values of a block row) per thread and copy: eight consecutive threads
+    fill the eight rows of one block (its 128 contiguous bytes, every bank once), the
+    next eight the block to its right, so that a warp reads 64 contiguous bytes of each
+    of eight rows of the operand."""
+    *lead, rows, cols = s[cache].axis
+    row_block, row = s[cache].split(rows, 8)
+    col_block, lanes = s[cache].split(cols, 8)
+    s[cache].reorder(*lead, row_block, col_block, row, lanes)
+    flat, *rest = (*lead, row_block, col_block, row)
+    for axis in rest:
+        flat = s[cache].fuse(flat, axis)
+    s[cache].vectorize(lanes)
+    _over_the_threads(s, cache, flat, threads_y, threads_x)
+
+
+def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fastest=False, swizzle=True,
+                in_flight=1):
+    """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks,
+    each a column of BM / 64 warpgroups (``threadIdx.y``) that compute 64 x BN tiles with
+    Hopper's ``wgmma.mma_async.m64n{BN}k16``: thread t of a warpgroup holds rows
+    ``16 * (t // 32) + (t % 32) // 4 + 8 * rh`` and columns ``8 * nj + 2 * (t % 4) + c``
+    of its tile (rh, c in 0, 1), BN / 2 float32 accumulators. ``a`` and ``b`` are staged
+    in shared tiles of BM x BK and BK x BN stored in 8 x 8 blocks, the layout the
+    instruction reads through its descriptors: with ``swizzle`` the 128-byte swizzle
+    (``storage_swizzle``; BK and BN multiples of 64), filled row by row 16 bytes a thread,
+    else 8 x 8 blocks (``storage_blocks``) filled as :func:`_blocked_fill` says; with
+    ``stages`` (2 or more) they are cp.async rings of that many k steps, and each k step's
+    chain of instructions may run on while the next one is issued: ``in_flight`` chains
+    (at most ``stages - 2``) are left running at the end of a k step, the copies going
+    that many slots further behind (``pipeline(stages, reader_lag)``). A leading axis of the product (SwiGLU's stacked projections) is
+    computed in the same k loop, one instruction per k step and slice; a leading axis of
+    ``out`` is bound to ``blockIdx.z`` (split-K slices). ``rows_fastest`` as in
+    :func:`mma_warp_tiles`."""
+    *lead, M, N = out.shape
+    if len(lead) > 1:
+        raise ScheduleError(f"wgmma_tiles tiles the last two axes of {out.name} and binds one axis ahead of them "
+                            f"to blockIdx.z; {out.name} has {len(out.shape)} axes")
+    K = s[product].op.reduce_axis[0].extent
+    if swizzle and (BK % 64 or BN % 64):
+        raise ScheduleError(f"the 128-byte swizzle stores rows of 64 16-bit values: BK and BN must be multiples of 64; "
+                            f"they are {BK} and {BN}")
+    if BM % WGMMA_M or BN % 8 or not 8 <= BN <= 256 or M < BM or N < BN or K % BK or BK % MMA_K:
+        raise ScheduleError(f"the wgmma tiles need BM a multiple of {WGMMA_M}, BN a multiple of 8 up to 256, "
+                            f"M >= BM, N >= BN (a last block that does not fit is shifted inwards) and K a multiple "
+                            f"of BK, itself a multiple of {MMA_K}; BM = {BM}, BN = {BN}, BK = {BK} and the shape is "
+                            f"{M} x {N} x {K}")
+    acc, a_shared, b_shared, (bi, bj, ii, jj) = _staged_blocks(s, out, product, a, b, BM, BN)
+    group_row, ii = s[out].split(ii, WGMMA_M)
+    warp, ii = s[out].split(ii, 16)
+    row_half, quad_row = s[out].split(ii, 8)
+    col_block, jj = s[out].split(jj, 8)
+    quad_col, col_half = s[out].split(jj, 2)
+    s[out].reorder(bi, bj, group_row, warp, quad_row, quad_col, col_block, row_half, col_half)
+    thread = s[out].fuse(s[out].fuse(warp, quad_row), quad_col)
+    s[out].bind(bi, "blockIdx.x" if rows_fastest else "blockIdx.y")
+    s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
+    s[out].bind(group_row, "threadIdx.y")
+    s[out].bind(thread, "threadIdx.x")
+    for ax in (col_block, row_half, col_half):
+        s[out].unroll(ax)
+    s[acc].compute_at(s[out], thread)
+    (k,) = s[acc].reduce_axis
+    ko, ki = s[acc].split(k, BK)
+    kt, ki = s[acc].split(ki, MMA_K)
+    *stacked, ci, cj = s[acc].axis
+    s[acc].reorder(ko, kt, *stacked, ki, ci, cj)
+    for ax in (kt, *stacked, ci, cj):
+        s[acc].unroll(ax)
+    for cache in (a_shared, b_shared):
+        s[cache].compute_at(s[acc], ko)
+        if swizzle:
+            s[cache].storage_swizzle()
+            _cooperative_fill(s, cache, BM // WGMMA_M, WARPGROUP_THREADS, 8)
+        else:
+            s[cache].storage_blocks(8, 8)
+            _blocked_fill(s, cache, BM // WGMMA_M, WARPGROUP_THREADS)
+        if stages:
+            s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2))
+    s[acc].tensorize(ki, f"wgmma_m64n{BN}k16")
+
+
 class MmaTiling(Rule):
     """A product of 16-bit floats into float32 on the tensor cores: BM x BN blocks of
     WM x WN warp tiles of ``mma.sync.m16n8k16`` tiles (:func:`mma_warp_tiles`), k steps
@@ -484,6 +586,39 @@ class MmaTiling(Rule):
         product, a, b = _product_stage(group)
         mma_warp_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
                        WM=p["WM"], WN=p["WN"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
+
+
+class WgmmaTiling(Rule):
+    """A product of 16-bit floats into float32 on Hopper's warpgroup instructions: BM x BN
+    blocks of BM / 64 warpgroups of ``wgmma.m64n{BN}k16`` (:func:`wgmma_tiles`), k steps of
+    BK in cp.async rings of ``stages`` tiles in the 128-byte swizzle, one k step's chain
+    left running while the next is issued, the blocks launched row by row or
+    (``rows_fastest``) column by column."""
+
+    name = "wgmma_tiling"
+
+    def applies(self, group, space):
+        product = _product_stage(group)
+        return product is not None and _operands_of_16_bits(group, product[0])
+
+    def choices(self, group, space):
+        return {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [64, 128], "stages": [3, 4],
+                "rows_fastest": [False, True]}
+
+    def valid(self, group, space, p):
+        *_, M, N = space.stages[group.anchor].shape
+        K = space.stages[_product_stage(group)[0]].op.reduce_axis[0].extent
+        if K % p["BK"] or M < p["BM"] or N < p["BN"] or group.staged:
+            return False
+        threads = WARPGROUP_THREADS * p["BM"] // WGMMA_M
+        registers = p["BN"] // 2 + WGMMA_OTHER_REGISTERS  # the accumulators and the rest
+        shared = (p["BM"] + p["BN"]) * p["BK"] * 2 * p["stages"] + 1024  # + the swizzle's alignment
+        return threads * registers <= REGISTERS_PER_SM and shared <= SHARED_BYTES
+
+    def apply(self, s, group, p):
+        product, a, b = _product_stage(group)
+        wgmma_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
+                    stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
 
 
 def _operands_of_16_bits(group: Group, product: str) -> bool:
@@ -620,9 +755,10 @@ BLOCK_TILING = register_rule(BlockTiling())
 WARP_TILING = register_rule(WarpTiling())
 SPLIT_K = register_rule(SplitK())
 MMA_TILING = register_rule(MmaTiling())
+WGMMA_TILING = register_rule(WgmmaTiling())
 ROW_REDUCTION = register_rule(RowReduction())
 FLAT_TILING = register_rule(FlatTiling())
 
 __all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_TILING", "MmaTiling", "ROW_REDUCTION",
-           "RowReduction", "SPLIT_K", "SplitK", "WARP_TILING", "WarpTiling", "matrix_product_operands",
-           "mma_warp_tiles"]
+           "RowReduction", "SPLIT_K", "SplitK", "WARP_TILING", "WGMMA_TILING", "WarpTiling", "WgmmaTiling",
+           "matrix_product_operands", "mma_warp_tiles", "wgmma_tiles"]

@@ -331,3 +331,33 @@ def test_a_tensor_core_point_is_legal_and_matches(rng):
     want = a.astype(np.float64) @ w.astype(np.float64)
     scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
     assert np.all(np.abs(got - want) <= 2 * 64 * 2.0 ** -24 * scale)
+
+
+def test_a_warpgroup_point_is_legal_matches_and_is_written_as_plain_primitives(rng):
+    """The search's wgmma_tiling at 64 x 64 x 192: one warpgroup of wgmma.m64n64k16,
+    3-stage rings in the 128-byte swizzle, one chain left running per k step."""
+    import ml_dtypes
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import gemm_bf16
+
+    out = gemm_bf16.algorithm(64, 64, 192)
+    space = Space(out)
+    (fusion,) = space.tileable_fusions()
+    (group,) = space.groups(fusion)
+    assert "wgmma_tiling" in [r.name for r in space.rules_for(group)]
+    point = Point(fusion, ((group.anchor, "wgmma_tiling", _params(BM=64, BN=64, BK=64, stages=3,
+                                                                        rows_fastest=False)),))
+    assert space.contains(point)
+    s = space.schedule(point)
+    source = s.trace_source(with_sites=False)
+    assert "storage_swizzle()" in source and "'wgmma_m64n64k16'" in source and "reader_lag=1" in source
+    report = tc.check(s)
+    assert report.legal and [r.stage for r in report.reassociations] == ["C_local"]
+    a = rng.standard_normal((64, 192)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((192, 64)).astype(ml_dtypes.bfloat16)
+    got = np.full((64, 64), np.nan, "float32")
+    tc.build(s)(a, w, got)
+    want = a.astype(np.float64) @ w.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
+    assert np.all(np.abs(got - want) <= 2 * 192 * 2.0 ** -24 * scale)

@@ -1,0 +1,245 @@
+"""Loop nests tensorized onto Hopper's ``wgmma.mma_async.m64nNk16``, and the ordering the
+asynchronous instruction needs.
+
+``warpgroup_mma`` replaces a nest marked ``tensorize.wgmma_m64n{N}k16`` by one
+:class:`~tcomp.ir.stmt.WarpgroupMma`. The nest, read thread by thread, must already
+compute what the instruction computes: thread ``t`` of the warpgroup (the 128 threads on
+``threadIdx.x``) adds, over a k step of 16 (the marked loop), the products of A's row
+``row(t, i)`` and B's column ``col(t, i)`` into its accumulator register i, for each of
+the N / 2 iterations i of the spatial loops below (``accumulator_element`` of
+``tcomp.codegen.wgmma_layout`` gives row and col). The instruction reads A and B from
+shared memory itself, through descriptors, so both operands must be shared buffers in
+8 x 8 blocks (``storage_blocks(8, 8)``) or in the 128-byte swizzle (``storage_swizzle``),
+and every thread's elements must sit where the
+descriptor's layout puts them, relative to one start per operand that is the same for the
+whole warpgroup. The pass finds the starts from thread 0's first register and checks
+every thread, register and k of the nest against them by evaluating the indices at a few
+values of the loops around (``sample_environments``); it refuses the schedule
+(``ScheduleError``) with the first mismatch it finds.
+
+``order_warpgroup_mma`` then places, in each kernel that has such instructions:
+
+- ``fence.proxy.async`` before every barrier, so that the shared tiles the block's
+  threads stored (or copied by cp.async and waited for) are visible to wgmma once the
+  barrier is passed;
+- ``wgmma.fence`` before, and ``wgmma.commit_group`` + ``wgmma.wait_group d`` after, each
+  chain: a maximal statement whose loops are all unrolled and that holds instructions (a
+  k step's instructions, say). ``d`` is 0, or the reader lag of the operands' pipeline
+  rings (``s[T].pipeline(stages, reader_lag)``), whose copies then stay out of the slots
+  that the ``d`` chains left running read; after the serial loop of such chains a
+  ``wait_group 0`` retires them. Nothing else reads the accumulators or writes the
+  operand tiles while a chain runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import product
+
+import numpy as np
+
+from ..codegen.wgmma_layout import WARPGROUP, a_address, accumulator_element, b_address
+from ..errors import ScheduleError
+from ..ir.expr import IntImm, binary
+from ..ir.simplify import simplify
+from ..ir.stmt import (Allocate, Barrier, For, Kernel, ProxyFence, Seq, Stmt, Store, WarpgroupFence, WarpgroupMma,
+                       WarpgroupWait)
+from ..ir.visitor import free_vars, substitute, walk
+from .tensorize import index_function, multiply_add, operand_load, sample_environments
+
+#: element offsets of an operand's block rows: a core matrix is 8 x 8 16-bit values
+_CORE = (8, 8)
+_CORE_BYTES = 128
+#: the threads whose every k is checked (all are checked at k = 0)
+_K_CHECKED_THREADS = (0, 1, 3, 4, 31, 32, 63, 64, 95, 127)
+
+
+def warpgroup_mma(loop: For, loops: tuple, kernel: Kernel, intrinsic: str, width: int) -> WarpgroupMma:
+    """The :class:`WarpgroupMma` that the nest ``loop`` (marked with ``intrinsic``) computes."""
+
+    def refuse(why: str):
+        raise ScheduleError(f"tensorize({loop.var.name}, {intrinsic!r}): {why}")
+
+    thread = next((f for f in loops if f.kind == "threadIdx.x"), None)
+    need = f"the instruction needs a warpgroup, {WARPGROUP} threads on threadIdx.x"
+    if thread is None or thread.extent != WARPGROUP or kernel.block[0] != WARPGROUP:
+        found = ("no loop around it is bound to threadIdx.x" if thread is None else
+                 f"loop {thread.var.name} on threadIdx.x has {thread.extent} iterations and the blocks "
+                 f"{kernel.block[0]} threads along x")
+        refuse(f"{need}; {found}")
+    if loop.extent != 16:
+        refuse(f"the tensorized loop is the k step of 16; {loop.var.name} has {loop.extent} iterations")
+    spatial, body = [], loop.body
+    while isinstance(body, For):
+        spatial.append(body)
+        body = body.body
+    registers = int(np.prod([f.extent for f in spatial])) if spatial else 1
+    if not isinstance(body, Store) or registers != width // 2:
+        shown = " x ".join(str(f.extent) for f in spatial) or "no"
+        refuse(f"the nest below the k step must be loops over the thread's {width // 2} accumulators (N / 2) "
+               f"around one multiply-add; it is {shown} loops around {type(body).__name__}")
+    store = body
+    if store.predicate is not None:
+        refuse("the multiply-add is guarded (a tile does not divide its extent); the instruction computes whole "
+               f"64 x {width} x 16 tiles")
+    if loop.var in free_vars(store.index):
+        refuse(f"the accumulator's index depends on the k step {loop.var.name}")
+    acc, factors = multiply_add(store)
+    if acc is None:
+        refuse(f"the nest's body must be {store.buffer.name}[...] += a * b with a and b 16-bit floats; it is {store}")
+    extents = {f.var: f.extent for f in loops}
+    problems = []
+    for a, b in (factors, factors[::-1]):
+        a_load, b_load = operand_load(a), operand_load(b)
+        for trans_b in (True, False):
+            found = _match(store, a_load, b_load, trans_b, thread.var, loop.var, spatial, extents, width)
+            if isinstance(found, WarpgroupMma):
+                return found
+            problems.append(found)
+    # the first reason from a pairing whose operands are laid out for a descriptor, where there is one
+    refuse(next((p for p in problems if not p.startswith("operand ")), problems[0]))
+
+
+def _operand_layout(buffer, role: str, trans_b: bool):
+    """(leading, stride, mode) of a shared buffer as operand ``role`` of the descriptor
+    (mode 0: 8 x 8 blocks, 1: the 128-byte swizzle), or a reason it cannot be one."""
+    swizzled = buffer.swizzle and tuple(buffer.blocks) == (8, 64)
+    if buffer.scope != "shared" or len(buffer.shape) < 2 or not (swizzled or tuple(buffer.blocks) == _CORE):
+        return (f"operand {buffer.name} must be a shared buffer stored in 8 x 8 blocks (storage_blocks(8, 8)) or "
+                f"in the 128-byte swizzle (storage_swizzle())")
+    if swizzled:
+        row_group = buffer.shape[-1] // 64 * 1024  # bytes from 8 rows to the next 8
+        return (16, row_group, 1) if role == "a" or not trans_b else (1024, row_group, 1)
+    row_bytes = buffer.shape[-1] // 8 * _CORE_BYTES  # one row of blocks
+    if role == "b" and trans_b:  # k rows, n contiguous
+        return row_bytes, _CORE_BYTES, 0
+    return _CORE_BYTES, row_bytes, 0
+
+
+def _match(store, a_load, b_load, trans_b, thread, kk, spatial, extents, width):
+    """The instruction, if the nest computes it with ``a_load`` as A and ``b_load`` as B
+    (n contiguous with ``trans_b``); else a reason it does not."""
+    layout_a, layout_b = _operand_layout(a_load.buffer, "a", trans_b), _operand_layout(b_load.buffer, "b", trans_b)
+    for layout in (layout_a, layout_b):
+        if isinstance(layout, str):
+            return layout
+
+    def a_element(start, r, k):  # element index of A's (r, k) for a descriptor at element start
+        return a_address(2 * start, r, k, *layout_a) // 2
+
+    def b_element(start, k, n):
+        return b_address(2 * start, k, n, layout_b[0], layout_b[1], trans_b, layout_b[2]) // 2
+
+    loop_vars = [thread] + [f.var for f in spatial] + [kk]
+    indices = (store.index, a_load.index, b_load.index)
+    others = sorted({v for e in indices for v in free_vars(e)} - set(loop_vars), key=lambda v: v.name)
+    if any(v not in extents for v in others):
+        return "the operands' indices use variables of no loop around the nest"
+    functions = [index_function(e, loop_vars + others) for e in indices]
+    if None in functions:
+        return "the operands' indices are not integer arithmetic on the loops"
+    acc_of, a_of, b_of = functions
+    combos = list(product(*(range(f.extent) for f in spatial)))
+    register_combo = None
+    for env in sample_environments(others, extents):
+        # thread 0's register 0 reads row 0 of A and column 0 of B: the first elements
+        a_start = min(a_of(0, *c, 0, *env) for c in combos)
+        b_start = min(b_of(0, *c, 0, *env) for c in combos)
+        rows_of = {a_element(a_start, r, 0): r for r in range(64)}
+        cols_of = {b_element(b_start, 0, c): c for c in range(width)}
+        places = {}
+        for t in range(WARPGROUP):
+            for combo in combos:
+                r = rows_of.get(a_of(t, *combo, 0, *env))
+                c = cols_of.get(b_of(t, *combo, 0, *env))
+                if r is None or c is None:
+                    return (f"thread {t} reads its {'A' if r is None else 'B'} operand outside the 64 x {width} "
+                            f"tile that one descriptor of {(a_load if r is None else b_load).buffer.name} reaches")
+                places[(t, (r, c))] = combo
+        mapping = []
+        for i in range(width // 2):
+            held = [places.get((t, accumulator_element(t, i))) for t in range(WARPGROUP)]
+            if None in held or len(set(held)) != 1:
+                return (f"the threads do not hold the instruction's accumulator layout: register {i} of thread t "
+                        f"must be row 16 * (t // 32) + (t % 32) // 4 + {8 * ((i // 2) % 2)}, column "
+                        f"{8 * (i // 4)} + 2 * (t % 4) + {i % 2} of the 64 x {width} tile")
+            mapping.append(held[0])
+        if register_combo is not None and mapping != register_combo:
+            return "the threads' registers map to different loop iterations at different values of the outer loops"
+        register_combo = mapping
+        for t in _K_CHECKED_THREADS:
+            for i, combo in enumerate(mapping):
+                r, c = accumulator_element(t, i)
+                for k in range(16):
+                    if a_of(t, *combo, k, *env) != a_element(a_start, r, k) or \
+                            b_of(t, *combo, k, *env) != b_element(b_start, k, c):
+                        return (f"thread {t} register {i} at k = {k} reads operand elements other than the ones "
+                                f"the descriptors' layout gives (A k-contiguous; B "
+                                f"{'n' if trans_b else 'k'}-contiguous)")
+    first = register_combo[0]  # thread 0's register 0: row 0, column 0 of the tile
+    sub = {f.var: IntImm(v) for f, v in zip(spatial, first)}
+    a_start = simplify(substitute(a_load.index, {**sub, thread: IntImm(0), kk: IntImm(0)}))
+    b_start = simplify(substitute(b_load.index, {**sub, thread: IntImm(0), kk: IntImm(0)}))
+    acc_index = tuple(simplify(substitute(store.index, {f.var: IntImm(v) for f, v in zip(spatial, combo)}))
+                      for combo in register_combo)
+    offsets = [simplify(binary("-", i, acc_index[0])) for i in acc_index]
+    if not all(isinstance(o, IntImm) for o in offsets) or len({o.value for o in offsets}) != len(offsets):
+        return (f"the thread's {width // 2} accumulators must be distinct elements of {store.buffer.name} at constant "
+                f"distances from one another")
+    return WarpgroupMma(width, a_load.dtype, store.buffer, acc_index, a_load.buffer, a_start, layout_a[:2],
+                        b_load.buffer, b_start, layout_b[:2], trans_b, (layout_a[2], layout_b[2]))
+
+
+# ---------------------------------------------------------------------------- ordering
+
+
+def order_warpgroup_mma(kernel: Kernel) -> Kernel:
+    """Fences, commits and waits around the kernel's wgmma chains (see the module docstring)."""
+    instructions = [n for n in walk(kernel.body) if isinstance(n, WarpgroupMma)]
+    if not instructions:
+        return kernel
+    accumulators = tuple(dict.fromkeys(n.acc for n in instructions))
+    in_flight = min(min(n.a.reader_lag, n.b.reader_lag) for n in instructions)
+    return replace(kernel, body=_order(kernel.body, accumulators, in_flight))
+
+
+def _has_mma(s: Stmt) -> bool:
+    return any(isinstance(n, WarpgroupMma) for n in walk(s))
+
+
+def _is_chain(s: Stmt) -> bool:
+    """Is ``s`` made of unrolled loops around instructions only?"""
+    if isinstance(s, WarpgroupMma):
+        return True
+    if isinstance(s, For):
+        return s.kind == "unroll" and _is_chain(s.body)
+    if isinstance(s, Seq):
+        return all(_is_chain(x) for x in s.stmts)
+    return False
+
+
+def _order(s: Stmt, accumulators: tuple, in_flight: int) -> Stmt:
+    if isinstance(s, Barrier):
+        return Seq((ProxyFence(), s))
+    if _has_mma(s) and _is_chain(s):
+        return Seq((WarpgroupFence(accumulators), s, WarpgroupWait(in_flight, accumulators)))
+    if isinstance(s, Seq):
+        return Seq(tuple(_order(x, accumulators, in_flight) for x in s.stmts))
+    if isinstance(s, For) and in_flight and s.kind == "serial" and _has_mma(s):
+        ordered = replace(s, body=_order(s.body, accumulators, in_flight))
+        if any(_is_chain(x) and _has_mma(x) for x in _children(s.body)):
+            return Seq((ordered, WarpgroupWait(0, accumulators)))  # the chains left running
+        return ordered
+    if isinstance(s, (For, Allocate)):
+        return replace(s, body=_order(s.body, accumulators, in_flight))
+    return s
+
+
+def _children(s: Stmt) -> tuple:
+    """The statements of ``s``'s body at its own level (through allocations)."""
+    while isinstance(s, Allocate):
+        s = s.body
+    return s.stmts if isinstance(s, Seq) else (s,)
+
+
+__all__ = ["order_warpgroup_mma", "warpgroup_mma"]
