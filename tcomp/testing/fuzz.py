@@ -181,7 +181,7 @@ _TAGS = _THREAD + _BLOCK + ("threadIdx.z", "blockIdx.z")
 _LOOP_STEPS = ("split", "tile", "reorder", "fuse")
 _ANY_STEPS = ("split", "tile", "reorder", "fuse", "bind", "unroll", "vectorize", "compute_at",
               "reverse_compute_at", "compute_inline", "compute_root", "set_scope", "storage_order", "storage_pad",
-              "double_buffer", "pipeline", "tensorize", "cache_read", "cache_write", "rfactor")
+              "storage_layout", "double_buffer", "pipeline", "tensorize", "cache_read", "cache_write", "rfactor")
 
 
 class ScheduleDrawer:
@@ -437,6 +437,18 @@ class ScheduleDrawer:
         if axis is not None:
             self.call(stage, "storage_pad", axis, self.pick((1, 4), (0, 1, 3, 4, -1), "padding"))
 
+    def step_storage_layout(self, stage=None):
+        """``storage_blocks`` or ``storage_swizzle``: layouts that change no value."""
+        placed_at = [x for x in self.producers() if x.attach.kind == "at"]
+        stage = stage or self.pick(placed_at, self.stages(), "stage")
+        if stage is None:
+            return
+        if self.chance(2, "swizzle?"):
+            self.call(stage, "storage_swizzle")
+        else:
+            self.call(stage, "storage_blocks", *self.pick(((8, 8), (1, 4), (2, 2)), ((8, 8), (0, 4), (3, -1)),
+                                                         "block"))
+
     def step_double_buffer(self, stage=None):
         shared = [x for x in self.producers() if x.attach.kind == "at" and x.scope == "shared"]
         stage = stage or self.pick(shared, self.stages(), "stage")
@@ -447,7 +459,11 @@ class ScheduleDrawer:
         shared = [x for x in self.producers() if x.attach.kind == "at" and x.scope == "shared"]
         stage = stage or self.pick(shared, self.stages(), "stage")
         if stage is not None:
-            self.call(stage, "pipeline", self.pick((2, 3, 4), (1, 2, 3, 4, 8, 9), "stages"))
+            stages = self.pick((2, 3, 4), (1, 2, 3, 4, 8, 9), "stages")
+            if self.chance(3, "reader lag?"):
+                self.call(stage, "pipeline", stages, self.pick((0, 1), (0, 1, 2, -1), "reader lag"))
+            else:
+                self.call(stage, "pipeline", stages)
 
     def step_tensorize(self, stage=None):
         """``tensorize`` of a reduction loop: lowering refuses almost every drawn nest
@@ -458,7 +474,8 @@ class ScheduleDrawer:
         reduce_loops = [v for v in self.free_loops(stage) if v.kind == "reduce"]
         ax = self.pick(reduce_loops, stage.leaf_vars, "axis")
         if ax is not None:
-            self.call(stage, "tensorize", ax, self.pick(("mma_m16n8k16",), ("mma_m16n8k16", "wmma"), "intrinsic"))
+            self.call(stage, "tensorize", ax, self.pick(("mma_m16n8k16", "wgmma_m64n64k16", "wgmma_m64n8k16"),
+                                                        ("mma_m16n8k16", "wmma", "wgmma_m64n129k16"), "intrinsic"))
 
     def step_cache_read(self):
         outs = set(self.s.outputs)
@@ -541,7 +558,8 @@ class ScheduleDrawer:
             self.step_any(self.draw(st.sampled_from(_LOOP_STEPS + ("bind", "bind")), "inner step"))
         for _ in range(self.count(2, "annotations")):
             self.step_any(self.draw(st.sampled_from(("unroll", "vectorize", "set_scope", "storage_order",
-                                                     "storage_pad", "double_buffer", "pipeline", "tensorize",
+                                                     "storage_pad", "storage_layout", "double_buffer", "pipeline",
+                                                     "tensorize",
                                                      "compute_root")),
                                     "annotation"))
 
