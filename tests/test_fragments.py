@@ -12,7 +12,8 @@ import pytest
 import tcomp as tc
 from tcomp.cost.analysis import analyze_kernel
 from tcomp.ir.stmt import For, FragmentLoad, WarpMma
-from test_tensorize import _one_warp, _run
+from test_tensorize import _one_warp
+from workloads import check_16_bit_product
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 import gemm_bf16  # noqa: E402
@@ -70,7 +71,7 @@ def test_the_lowered_kernel_shows_the_fragments():
 def test_the_examples_tiles_match_float64_with_and_without_padding(rng):
     for pad in (8, 0):
         s = _example(64, 64, 64, BM=64, BN=64, BK=32, WM=32, WN=32, stages=3, pad=pad)
-        _run(s, 64, 64, 64, "bfloat16", rng)
+        check_16_bit_product(s, 64, 64, 64, "bfloat16", rng)
 
 
 def test_rows_fastest_launches_a_column_of_blocks_together(rng):
@@ -80,7 +81,7 @@ def test_rows_fastest_launches_a_column_of_blocks_together(rng):
     grids = {fastest: tc.lower(_example(64, 128, 32, **tiles, rows_fastest=fastest)).kernels[0].grid
              for fastest in (False, True)}
     assert grids == {False: (4, 2, 1), True: (2, 4, 1)}
-    _run(_example(64, 128, 32, **tiles, rows_fastest=True), 64, 128, 32, "bfloat16", rng)
+    check_16_bit_product(_example(64, 128, 32, **tiles, rows_fastest=True), 64, 128, 32, "bfloat16", rng)
 
 
 def test_bf16_tiles_count_two_bytes_of_shared_memory():
@@ -99,7 +100,7 @@ def test_a_transposed_tile_of_a_loads_with_trans(rng):
     (kernel,) = tc.lower(s).kernels
     by_source = {f.src.name: f for f, _ in _nodes_with_loops(kernel.body, FragmentLoad)}
     assert by_source["A_shared"].count == 4 and by_source["A_shared"].trans
-    _run(s, 32, 16, 48, "bfloat16", rng)
+    check_16_bit_product(s, 32, 16, 48, "bfloat16", rng)
 
 
 def test_an_operand_in_device_memory_keeps_its_element_loads(rng):
@@ -108,7 +109,7 @@ def test_an_operand_in_device_memory_keeps_its_element_loads(rng):
     ((mma, _),) = _nodes_with_loops(kernel.body, WarpMma)
     assert mma.a_registers == () and len(mma.b_registers) == 2
     assert [f.src.name for f, _ in _nodes_with_loops(kernel.body, FragmentLoad)] == ["W_shared"]
-    _run(s, 32, 16, 48, "bfloat16", rng)
+    check_16_bit_product(s, 32, 16, 48, "bfloat16", rng)
 
 
 def test_the_cost_model_sees_the_padding_remove_bank_conflicts():
@@ -148,4 +149,4 @@ def test_the_cost_model_counts_cp_async_stores_a_128_byte_phase_at_a_time(monkey
 @pytest.mark.gpu
 def test_the_example_with_ldmatrix_matches_float64_on_the_gpu(rng):
     s = _example(256, 384, 128)
-    _run(s, 256, 384, 128, "bfloat16", rng)
+    check_16_bit_product(s, 256, 384, 128, "bfloat16", rng)
