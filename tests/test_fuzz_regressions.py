@@ -271,6 +271,44 @@ def test_a_reassociated_reduction_with_a_dividing_split_may_be_read():
     assert str(_outcome(wl, schedule)) == "legal: reassociates"
 
 
+def _cb_computed_by_every_thread(s, q_threads: bool):
+    """C (local, its outputs spread over threadIdx.y) computed at Cb, which no loop bound
+    to threads encloses: every thread computes all of Cb, from its own copy of C, of which
+    it wrote one element. Q on threadIdx.y reads, in each thread, only that element."""
+    s["Y"].compute_inline()
+    qi, qj = s["Q"].axis
+    s["Q"].bind(qi, "blockIdx.x")
+    if q_threads:
+        s["Q"].bind(qj, "threadIdx.y")
+    s["Cb"].compute_at(s["Q"], qi)
+    s["C"].compute_at(s["Cb"], s["Cb"].axis[0])
+    s["C"].bind(s["C"].fuse(*s["C"].axis), "threadIdx.y")
+
+
+def test_garbage_that_no_thread_reads_is_harmless():
+    """Thread t's Cb[j] for j != t comes from an element of its local C that it never
+    wrote, but thread t's Q reads only Cb[t]: the 3,000-schedule fuzz run found the
+    checker rejecting this (it required every element that every thread computes to be
+    right). A wrong read now counts only in the thread copies whose result some stage
+    reads."""
+    wl = WORKLOADS["ffn_bf16"](M=4, N=4, K=4)
+    assert str(_outcome(wl, lambda s: _cb_computed_by_every_thread(s, q_threads=True))) == "legal"
+
+
+def test_garbage_that_every_thread_reads_is_still_wrong():
+    """The same, with Q not bound to threads: every thread writes every Q from its own Cb,
+    most of it garbage. The counterexample names the copy that nothing wrote."""
+    wl = WORKLOADS["ffn_bf16"](M=4, N=4, K=4)
+    s = tc.create_schedule(wl.out)
+    _cb_computed_by_every_thread(s, q_threads=False)
+    with pytest.raises(tc.IllegalScheduleError, match=(
+            r"counterexample: Cb\[0, 0\] reads C\[0, 0\], but no instance of C writes that value where Cb "
+            r"reads it \(local memory, the copy of blockIdx.x=0, threadIdx.y=1\)")):
+        tc.check(s)
+    # built unchecked, with unwritten local memory poisoned, it computes something else
+    assert str(_outcome(wl, lambda s: _cb_computed_by_every_thread(s, q_threads=False))).startswith("illegal")
+
+
 # ---------------------------------------------------------------------- fixed: a thread index bound twice
 
 

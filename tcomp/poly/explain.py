@@ -102,12 +102,14 @@ def location(store, loc) -> str:
     return f"[{join(rel)}]" if store.scope == "global" else f" (position {join(rel)} of its buffer)"
 
 
-def copy_of(inst: Instances, values, scope: str) -> str:
-    """``: the copy of threadIdx.x=3`` for a read from local (shared) memory."""
+def copy_of(location, scope: str, launch: dict) -> str:
+    """``: the copy of threadIdx.x=3`` for a location (its coordinates) in local
+    (shared) memory, whose first coordinates are the thread's (block's); ``launch`` gives
+    the grid's and the block's sizes (tags of size 1 go unsaid)."""
     if scope == "global":
         return ""
-    coords = coords_of(inst, values)
-    tags = [f"{t}={c}" for t, c in zip(TAGS, coords) if c >= 0 and (scope == "local" or t in BLOCK_TAGS)]
+    coords = location[:6 if scope == "local" else 3]
+    tags = [f"{t}={c}" for t, c in zip(TAGS, coords) if launch.get(t, 1) > 1]
     return f", the copy of {', '.join(tags)}" if tags else ""
 
 

@@ -15,7 +15,8 @@ records:
   storage local to that loop; every reader must be inside that loop;
 - :func:`flow_violations`: for every read of a computed tensor, the last write of its
   location before it (isl's dataflow analysis over the scheduled order) must be the
-  write that the algorithm's own order makes it read;
+  write that the algorithm's own order makes it read (in a thread whose local copy of
+  the reader's result nothing reads, a wrong read is harmless and not counted);
 - :func:`race_violations`: conflicting accesses from different threads or blocks;
 - :func:`coverage_violations`: output elements (or reduction terms) nothing computes;
 - :func:`~tcomp.poly.access_bounds.bounds_violations`: reads and writes outside a
@@ -317,8 +318,16 @@ def flow_violations(s, alg: Algorithm, prog: ScheduledProgram, first_only: bool 
                 bad = bad.union(flow.get_must_no_source().domain())
                 if bad.is_empty():
                     continue
+                pairs = None
+                if prog.storage[tensor].scope != "global":
+                    pairs = _bad_pairs(x, read, writers, sources, origins, expected, bad)
+                    if prog.storage[tensor].scope == "local" and prog.storage[x.stage.tensor].scope == "local":
+                        pairs = _read_later(prog, x, pairs)
+                    if pairs.is_empty():
+                        continue
+                    bad = pairs.unwrap().domain()
                 out.append(_flow_violation(s, prog, x, read, producer, ex.only_set(bad), actual, expected,
-                                           expected_flow))
+                                           expected_flow, pairs))
                 if first_only:
                     return out
     return out
@@ -375,8 +384,57 @@ def _complete_reduction(alg: Algorithm, prog: ScheduledProgram, producer, x: Ins
     return isl.UnionSet(x.domain).subtract(incomplete)
 
 
+def _bad_pairs(x: Instances, read: isl.Map, writers, sources, origins, expected, bad) -> isl.Set:
+    """The wrong reads of the ``bad`` instances of ``x`` from a shared or local buffer,
+    as ``[instance -> location]`` pairs: a reader that no loop bound to threads encloses
+    reads every thread's copy, and may be wrong in some copies only."""
+    pairs = read.intersect_domain(ex.only_set(bad))
+    when = pairs.domain_map().apply_range(x.time)  # [x -> location] -> time
+    info = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(pairs.range_map())).set_must_source(sources)
+    schedule = _union(w.time for w in writers).union(isl.UnionMap.from_map(when))
+    flow = info.set_schedule_map(schedule).compute_flow()
+    seen = flow.get_must_dependence().reverse().apply_range(origins)  # pair -> the origin it sees
+    wanted = isl.UnionMap.from_map(pairs.domain_map()).apply_range(expected)
+    wrong = seen.subtract(wanted).domain().union(flow.get_must_no_source().domain())
+    return ex.only_set(wrong) if not wrong.is_empty() else isl.Set.empty(pairs.wrap().get_space())
+
+
+def _read_later(prog, x: Instances, pairs: isl.Set) -> isl.Set:
+    """Those of ``pairs`` (wrong reads of local memory by ``x``, whose own result is
+    local too) made in a thread whose copy of the element ``x`` computes there is read
+    by some stage. A stage that every thread runs (no loop bound to threads encloses
+    it) computes all of its elements in every thread, each from that thread's copy of
+    its inputs; where a thread filled only part of that copy, the elements computed from
+    the rest are garbage, harmless when no reader in that thread ever reads them."""
+    if pairs.is_empty():
+        return pairs
+    tensor = x.stage.tensor
+    reads = [r for st in prog.statements if st.stage is not x.stage for t, r in st.reads if t is tensor]
+    if not reads:
+        return isl.Set.empty(pairs.get_space())
+    wrong = pairs.unwrap()  # x -> location of the input
+    thread_of_input = _copy_map(wrong.range(), len(TAGS))
+    thread_of_result = _copy_map(x.write.range(), len(TAGS))
+    read_results = isl.UnionMap.from_map(x.write).intersect_range(_union(reads).range())
+    live = read_results.apply_range(isl.UnionMap.from_map(thread_of_result))  # x -> thread reading it
+    kept = isl.UnionMap.from_map(wrong).intersect(
+        live.apply_range(isl.UnionMap.from_map(thread_of_input.reverse())))
+    return kept.wrap().extract_set(pairs.get_space()) if not kept.is_empty() else isl.Set.empty(pairs.get_space())
+
+
+def _copy_map(locations: isl.Set, n: int) -> isl.Map:
+    """``{ location -> [its first n coordinates] }``: the block and thread whose copy of a
+    local buffer a location is in."""
+    name, dims = locations.get_tuple_name(), locations.dim(isl.dim_type.set)
+    names = [f"d{d}" for d in range(dims)]
+    return isl.Map(f"{{ {name}[{', '.join(names)}] -> [{', '.join(names[:n])}] }}")
+
+
 def _flow_violation(s, prog, x: Instances, read: isl.Map, producer, bad: isl.Set, actual, expected,
-                    expected_flow) -> Violation:
+                    expected_flow, pairs: isl.Set | None = None) -> Violation:
+    """The violation of ``x``'s read of ``producer`` at its first ``bad`` instance; with
+    ``pairs`` (wrong reads of a shared or local buffer, [instance -> location]) the
+    counterexample names the copy that is wrong."""
     tensor = producer.tensor
     store = prog.storage[tensor]
     x0 = bad.lexmin()
@@ -384,9 +442,21 @@ def _flow_violation(s, prog, x: Instances, read: isl.Map, producer, bad: isl.Set
     consumer_elem = ex.point(x0.apply(x.origin))
     exp_src = isl.UnionSet(x0).apply(expected)
     exp_pt = ex.point(exp_src) if not exp_src.is_empty() else None
-    loc = read.intersect_domain(x0).range().lexmin()
+    if pairs is None:
+        loc = read.intersect_domain(x0).range().lexmin()
+    else:
+        loc = pairs.unwrap().intersect_domain(x0).range().lexmin()
+        read = read.intersect_range(loc)
     elem = exp_pt[:tensor.ndim] if exp_pt else ex.point(loc)[-tensor.ndim:]
-    got = isl.UnionSet(x0).apply(actual)
+    if pairs is None:
+        got = isl.UnionSet(x0).apply(actual)
+    else:  # what the read sees at that one location
+        writers = prog.of_stage(producer)
+        info = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(read.intersect_domain(x0)))
+        info = info.set_must_source(_union(w.write for w in writers))
+        flow = info.set_schedule_map(_union([x.time] + [w.time for w in writers])).compute_flow()
+        got = isl.UnionSet(x0).apply(flow.get_must_dependence().reverse().apply_range(
+            _union(w.origin for w in writers)))
     x_time = x0.apply(x.time)
     later = isl.Map.lex_gt(x_time.get_space()).intersect_range(x_time).domain()
     pending = []
@@ -411,7 +481,7 @@ def _flow_violation(s, prog, x: Instances, read: isl.Map, producer, bad: isl.Set
             ce = f"{head}, which {producer.name} computes only later{ex.pending_range(w, p, x, xv)}"
         else:
             ce = (f"{head}, but no instance of {producer.name} writes that value where {x.stage.name} "
-                  f"reads it ({store.scope} memory{ex.copy_of(x, xv, store.scope)})")
+                  f"reads it ({store.scope} memory{ex.copy_of(ex.point(loc), store.scope, prog.launch[x.kernel])})")
     else:
         src_set = ex.only_set(got)
         src, src_name = ex.point(src_set), src_set.get_tuple_name()
@@ -421,7 +491,7 @@ def _flow_violation(s, prog, x: Instances, read: isl.Map, producer, bad: isl.Set
             ce = f"{head}, which {producer.name} still updates{ex.pending_range(w, p, x, xv)}"
         elif same_elem and src_name.endswith("_update"):
             ce = (f"{head}, but the last write of it there (in {store.scope} memory"
-                  f"{ex.copy_of(x, xv, store.scope)}) is {producer.name}'s update "
+                  f"{ex.copy_of(ex.point(loc), store.scope, prog.launch[x.kernel])}) is {producer.name}'s update "
                   f"{ex.assign(reduce_names, src[tensor.ndim:])}, not its last update "
                   f"{ex.assign(reduce_names, exp_pt[tensor.ndim:])}")
         elif same_elem and src_name.endswith("_init"):
