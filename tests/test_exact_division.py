@@ -34,6 +34,20 @@ def test_the_emulated_sequence_matches_ieee_division_across_magnitudes():
         np.testing.assert_array_equal(divide(x, c), x / np.float32(c))
 
 
+def test_the_decision_is_kept_on_disk_for_other_processes(tmp_path, monkeypatch):
+    """The search's forked screening processes each used to decide it again (1.3 s a
+    point): the first decision is written to the cache directory, and read back."""
+    monkeypatch.setenv("TCOMP_CACHE_DIR", str(tmp_path))
+    decide = correction_is_exact.__wrapped__  # past this process's lru_cache
+    assert decide(0.3) is True
+    (kept,) = (tmp_path / "kernels").glob("division-correction-v1-*")
+    assert kept.name.endswith(f"{int(np.float32(0.3).view(np.uint32)):08x}") and kept.read_text() == "exact"
+    kept.write_text("inexact")  # what another process decided is believed ...
+    assert decide(0.3) is False
+    kept.write_text("garbage")  # ... but a damaged answer is decided again
+    assert decide(0.3) is True and kept.read_text() == "exact"
+
+
 def test_constants_the_correction_cannot_serve_are_refused():
     for c in (0.0, float("inf"), float("nan"), 1e-35, 1e35):
         assert not correction_is_exact(c)

@@ -136,6 +136,7 @@ def _tile_in_shared(n: int):
     i, j = s[C].axis
     s[C].reorder(j, i)
     s[C].bind(j, "blockIdx.x")
+    s[C].bind(i, "threadIdx.x")  # NOTE: one row a thread, not all of them: fast in the simulator
     s[AS].compute_at(s[C], j)
     s[AS].bind(s[AS].axis[1], "threadIdx.x")
     return s, A, W, C

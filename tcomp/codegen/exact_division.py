@@ -26,6 +26,7 @@ whether ``RN(x * r)`` equals ``RN(x / c)``, bit for bit, for every value of that
 from __future__ import annotations
 
 import functools
+import os
 
 import ml_dtypes
 import numpy as np
@@ -81,12 +82,27 @@ def _round_sum_to_float32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 @functools.lru_cache(maxsize=256)
 def correction_is_exact(c: float) -> bool:
-    """Does the sequence above give RN32(x / c) for every float32 significand of x?"""
+    """Does the sequence above give RN32(x / c) for every float32 significand of x?
+
+    The answer takes about a second to compute; it is kept in the kernel cache directory
+    (one file per constant), so that other processes (the search's screening processes,
+    forked before any of them has asked) read it instead."""
     c32 = np.float32(c)
     if not np.isfinite(c32) or c32 == 0 or abs(float(c32)) < 2.0**-100 or abs(float(c32)) > 2.0**100:
         return False
+    from .runtime import cache_dir
+
+    path = cache_dir() / f"division-correction-v1-{int(c32.view(np.uint32)):08x}"
+    try:
+        return {"exact": True, "inexact": False}[path.read_text()]
+    except (OSError, KeyError):
+        pass  # NOTE: not decided yet (or a damaged file): decide again
     x = (np.arange(2**23, dtype=np.int64) | 0x3F800000).astype(np.int32).view(np.float32)  # [1, 2)
-    return all(is_correctly_rounded(part, c32, divide(part, c32)).all() for part in np.array_split(x, 8))
+    exact = all(is_correctly_rounded(part, c32, divide(part, c32)).all() for part in np.array_split(x, 8))
+    tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+    tmp.write_text("exact" if exact else "inexact")
+    os.replace(tmp, path)
+    return bool(exact)
 
 
 def narrow_values(dtype: str) -> np.ndarray:

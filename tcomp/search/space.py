@@ -34,6 +34,7 @@ import random
 from dataclasses import dataclass, field
 
 from ..errors import TcompError
+from ..lang.canonical import canonical_form
 from ..lang.tensor import ComputeOp, Reduce
 
 FUSION_CHOICES = ("inline", "fused", "staged", "root")
@@ -129,6 +130,13 @@ def registered_rules() -> list:
     return list(_RULES)
 
 
+#: the valid parameters of a rule for a group of an algorithm, shared by every Space of
+#: that algorithm in this process (enumerating a rule's choices takes about a second),
+#: at most this many entries, the oldest dropped first
+_VALID_PARAMS: dict = {}
+_VALID_PARAMS_KEPT = 64
+
+
 class Space:
     """The points of one algorithm (see the module docstring)."""
 
@@ -144,6 +152,8 @@ class Space:
                         if name not in self.output_names}
         self._valid: dict = {}
         self._tileable: list | None = None
+        # the algorithm, names included: what a rule's constraints may depend on
+        self._identity = canonical_form(out) + "\nnames " + ", ".join(self.stages)
 
     # ------------------------------------------------------------------ fusion
 
@@ -216,11 +226,16 @@ class Space:
         sorted ((name, value), ...) tuples (computed once per rule and group)."""
         key = (rule.name, group)
         if key not in self._valid:
-            choices = rule.choices(group, self)
-            names = sorted(choices)
-            combos = itertools.product(*(choices[n] for n in names))
-            self._valid[key] = [tuple(zip(names, values)) for values in combos
-                                if rule.valid(group, self, dict(zip(names, values)))]
+            shared_key = (rule, self._identity, group)
+            if shared_key not in _VALID_PARAMS:
+                choices = rule.choices(group, self)
+                names = sorted(choices)
+                combos = itertools.product(*(choices[n] for n in names))
+                if len(_VALID_PARAMS) >= _VALID_PARAMS_KEPT:
+                    del _VALID_PARAMS[next(iter(_VALID_PARAMS))]
+                _VALID_PARAMS[shared_key] = [tuple(zip(names, values)) for values in combos
+                                             if rule.valid(group, self, dict(zip(names, values)))]
+            self._valid[key] = _VALID_PARAMS[shared_key]
         return self._valid[key]
 
     def _draw_params(self, rule: Rule, group: Group, rng: random.Random) -> tuple | None:

@@ -53,6 +53,7 @@ def fake_gpu(monkeypatch):
     monkeypatch.setattr(search, "_can_measure", lambda: True)
     monkeypatch.setattr(search, "current_target", lambda: dict(FAKE_GPU))
     monkeypatch.setattr(search, "MIN_DRAWS", 12)
+    monkeypatch.setattr(search, "DRAWS_PER_TRIAL", 2)  # NOTE: fewer screens keep the file fast
     monkeypatch.setattr(search, "MUTANTS_PER_TRIAL", 2)
     return runner
 
@@ -238,3 +239,27 @@ def test_workers_are_mapped_onto_the_visible_devices():
     assert [worker_device(w, visible="2,3") for w in range(3)] == ["2", "3", "2"]
     assert [worker_device(w, visible="", count=1) for w in range(2)] == ["0", "0"]  # two workers, one GPU
     assert worker_device(5, visible=" 4 , 6 ") == "6"
+
+
+@pytest.mark.gpu
+def test_two_measuring_workers_share_one_gpu_and_every_record_is_kept_once(tmp_path, monkeypatch):
+    """On a machine of one GPU, ``gpus=2`` runs two measuring workers that both map onto
+    that device (``worker_device``); every candidate is measured once and filed once."""
+    from tcomp.search.measure import worker_device
+
+    workers = []
+    real = search.measure_batch
+
+    def spy(bench, sources, gpu=None, **kwargs):
+        workers.append(gpu)
+        return real(bench, sources, gpu=gpu, **kwargs)
+
+    monkeypatch.setattr(search, "measure_batch", spy)
+    monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
+    db = tmp_path / "db.jsonl"
+    result = tc.autoschedule(matmul_silu_quant.algorithm(256, 256, 256), trials=8, db=db, workers=2, gpus=2)
+    assert set(workers) == {0, 1} and len({worker_device(w) for w in workers}) == 1  # the one GPU
+    lines = [json.loads(line) for line in db.read_text().splitlines()]
+    schedules = [r["schedule"] for r in lines]
+    assert len(schedules) == len(set(schedules)) == len(result.records) == 8
+    assert all(r["status"] == "ok" and r["measured"] > 0 for r in lines)

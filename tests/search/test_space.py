@@ -361,3 +361,14 @@ def test_a_warpgroup_point_is_legal_matches_and_is_written_as_plain_primitives(r
     want = a.astype(np.float64) @ w.astype(np.float64)
     scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
     assert np.all(np.abs(got - want) <= 2 * 192 * 2.0 ** -24 * scale)
+
+
+def test_spaces_of_one_algorithm_share_the_enumerated_parameters():
+    """Enumerating a rule's choices takes about a second; a second Space of the same
+    algorithm (another search in the same process) reuses the list, another shape does not."""
+    first, again, other = (Space(matmul_silu_quant.algorithm(*shape)) for shape in ((32, 32, 32), (32, 32, 32),
+                                                                                 (64, 32, 32)))
+    groups = first.groups(first.tileable_fusions()[0])
+    rule = first.rules_for(groups[0])[0]
+    assert again.valid_params(rule, groups[0]) is first.valid_params(rule, groups[0])
+    assert other.valid_params(rule, groups[0]) is not first.valid_params(rule, groups[0])
