@@ -318,16 +318,16 @@ def flow_violations(s, alg: Algorithm, prog: ScheduledProgram, first_only: bool 
                 bad = bad.union(flow.get_must_no_source().domain())
                 if bad.is_empty():
                     continue
-                pairs = None
+                pairs = seen = None
                 if prog.storage[tensor].scope != "global":
-                    pairs = _bad_pairs(x, read, writers, sources, origins, expected, bad)
+                    pairs, seen = _bad_pairs(x, read, writers, sources, origins, expected, bad)
                     if prog.storage[tensor].scope == "local" and prog.storage[x.stage.tensor].scope == "local":
                         pairs = _read_later(prog, x, pairs)
                     if pairs.is_empty():
                         continue
                     bad = pairs.unwrap().domain()
                 out.append(_flow_violation(s, prog, x, read, producer, ex.only_set(bad), actual, expected,
-                                           expected_flow, pairs))
+                                           expected_flow, pairs, seen))
                 if first_only:
                     return out
     return out
@@ -384,10 +384,11 @@ def _complete_reduction(alg: Algorithm, prog: ScheduledProgram, producer, x: Ins
     return isl.UnionSet(x.domain).subtract(incomplete)
 
 
-def _bad_pairs(x: Instances, read: isl.Map, writers, sources, origins, expected, bad) -> isl.Set:
-    """The wrong reads of the ``bad`` instances of ``x`` from a shared or local buffer,
-    as ``[instance -> location]`` pairs: a reader that no loop bound to threads encloses
-    reads every thread's copy, and may be wrong in some copies only."""
+def _bad_pairs(x: Instances, read: isl.Map, writers, sources, origins, expected, bad) -> tuple:
+    """``(wrong, seen)``: the wrong reads of the ``bad`` instances of ``x`` from a shared or
+    local buffer, as ``[instance -> location]`` pairs (a reader that no loop bound to
+    threads encloses reads every thread's copy, and may be wrong in some copies only), and
+    ``{ pair -> the origin of the write it sees }``."""
     pairs = read.intersect_domain(ex.only_set(bad))
     when = pairs.domain_map().apply_range(x.time)  # [x -> location] -> time
     info = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(pairs.range_map())).set_must_source(sources)
@@ -396,7 +397,7 @@ def _bad_pairs(x: Instances, read: isl.Map, writers, sources, origins, expected,
     seen = flow.get_must_dependence().reverse().apply_range(origins)  # pair -> the origin it sees
     wanted = isl.UnionMap.from_map(pairs.domain_map()).apply_range(expected)
     wrong = seen.subtract(wanted).domain().union(flow.get_must_no_source().domain())
-    return ex.only_set(wrong) if not wrong.is_empty() else isl.Set.empty(pairs.wrap().get_space())
+    return (ex.only_set(wrong) if not wrong.is_empty() else isl.Set.empty(pairs.wrap().get_space())), seen
 
 
 def _read_later(prog, x: Instances, pairs: isl.Set) -> isl.Set:
@@ -431,10 +432,10 @@ def _copy_map(locations: isl.Set, n: int) -> isl.Map:
 
 
 def _flow_violation(s, prog, x: Instances, read: isl.Map, producer, bad: isl.Set, actual, expected,
-                    expected_flow, pairs: isl.Set | None = None) -> Violation:
+                    expected_flow, pairs: isl.Set | None = None, seen=None) -> Violation:
     """The violation of ``x``'s read of ``producer`` at its first ``bad`` instance; with
-    ``pairs`` (wrong reads of a shared or local buffer, [instance -> location]) the
-    counterexample names the copy that is wrong."""
+    ``pairs`` and ``seen`` (:func:`_bad_pairs`) the counterexample names the copy that
+    is wrong."""
     tensor = producer.tensor
     store = prog.storage[tensor]
     x0 = bad.lexmin()
@@ -446,17 +447,11 @@ def _flow_violation(s, prog, x: Instances, read: isl.Map, producer, bad: isl.Set
         loc = read.intersect_domain(x0).range().lexmin()
     else:
         loc = pairs.unwrap().intersect_domain(x0).range().lexmin()
-        read = read.intersect_range(loc)
     elem = exp_pt[:tensor.ndim] if exp_pt else ex.point(loc)[-tensor.ndim:]
     if pairs is None:
         got = isl.UnionSet(x0).apply(actual)
     else:  # what the read sees at that one location
-        writers = prog.of_stage(producer)
-        info = isl.UnionAccessInfo.from_sink(isl.UnionMap.from_map(read.intersect_domain(x0)))
-        info = info.set_must_source(_union(w.write for w in writers))
-        flow = info.set_schedule_map(_union([x.time] + [w.time for w in writers])).compute_flow()
-        got = isl.UnionSet(x0).apply(flow.get_must_dependence().reverse().apply_range(
-            _union(w.origin for w in writers)))
+        got = isl.UnionSet(isl.Map.from_domain_and_range(x0, loc).wrap()).apply(seen)
     x_time = x0.apply(x.time)
     later = isl.Map.lex_gt(x_time.get_space()).intersect_range(x_time).domain()
     pending = []

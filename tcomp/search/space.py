@@ -150,7 +150,6 @@ class Space:
         self.stages = _stage_infos(s)
         self.options = {name: self._options(info) for name, info in self.stages.items()
                         if name not in self.output_names}
-        self._valid: dict = {}
         self._tileable: list | None = None
         # the algorithm, names included: what a rule's constraints may depend on
         self._identity = canonical_form(out) + "\nnames " + ", ".join(self.stages)
@@ -223,20 +222,17 @@ class Space:
 
     def valid_params(self, rule: Rule, group: Group) -> list:
         """Every parameter choice of ``rule`` for ``group`` that meets its constraints, as
-        sorted ((name, value), ...) tuples (computed once per rule and group)."""
-        key = (rule.name, group)
-        if key not in self._valid:
-            shared_key = (rule, self._identity, group)
-            if shared_key not in _VALID_PARAMS:
-                choices = rule.choices(group, self)
-                names = sorted(choices)
-                combos = itertools.product(*(choices[n] for n in names))
-                if len(_VALID_PARAMS) >= _VALID_PARAMS_KEPT:
-                    del _VALID_PARAMS[next(iter(_VALID_PARAMS))]
-                _VALID_PARAMS[shared_key] = [tuple(zip(names, values)) for values in combos
-                                             if rule.valid(group, self, dict(zip(names, values)))]
-            self._valid[key] = _VALID_PARAMS[shared_key]
-        return self._valid[key]
+        sorted ((name, value), ...) tuples (computed once per rule, group and algorithm in a process)."""
+        key = (rule, self._identity, group)
+        if key not in _VALID_PARAMS:
+            choices = rule.choices(group, self)
+            names = sorted(choices)
+            combos = itertools.product(*(choices[n] for n in names))
+            if len(_VALID_PARAMS) >= _VALID_PARAMS_KEPT:
+                del _VALID_PARAMS[next(iter(_VALID_PARAMS))]
+            _VALID_PARAMS[key] = [tuple(zip(names, values)) for values in combos
+                                  if rule.valid(group, self, dict(zip(names, values)))]
+        return _VALID_PARAMS[key]
 
     def _draw_params(self, rule: Rule, group: Group, rng: random.Random) -> tuple | None:
         valid = self.valid_params(rule, group)
