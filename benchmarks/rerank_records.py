@@ -25,7 +25,7 @@ def _summary(source: str) -> str:
     tiles = re.findall(r"\.tile\([^,]+, [^,]+, (\d+), (\d+)\)", source)
     warps = re.findall(r"\.split\([^,]+, (\d+)\)", source)[:2]
     k_step = re.search(r"\.split\(\w+_k, (\d+)\)", source)
-    stages = re.findall(r"\.pipeline\((\d+)\)", source)
+    stages = re.findall(r"\.pipeline\((\d+)", source)
     rows_on_x = re.search(r"bind\(\w+_i_o, 'blockIdx.x'\)", source) is not None
     parts = [f"blocks {'x'.join(tiles[0])}" if tiles else "no tile", f"warps {'x'.join(warps)}",
              f"BK {k_step.group(1) if k_step else '-'}", f"stages {stages[0] if stages else 0}",

@@ -173,7 +173,7 @@ def test_a_global_reduction_no_thread_loop_encloses_has_one_writer():
     schedule(s)
     source = tc.build(s).source
     stores = [n for n, line in enumerate(source.splitlines()) if line.strip().startswith("C[")]
-    assert len(stores) == 2 and all("== uint32(0)" in source.splitlines()[n - 1] for n in stores), source
+    assert len(stores) == 2 and all("== _u32_0" in source.splitlines()[n - 1] for n in stores), source
     assert str(_outcome(wl, schedule)) == "legal"
 
 

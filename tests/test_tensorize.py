@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 import tcomp as tc
+from tcomp.cost import H200
 from workloads import check_16_bit_product, json_from_a_process_without_the_simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -174,6 +175,9 @@ def test_the_cost_model_counts_matrix_flops():
     s = _one_warp(64, 64, 64)
     (kernel,) = tc.estimate(s).kernels
     assert kernel.matrix_flops == kernel.flops == 2 * 64 * 64 * 64
+    # mma.sync at its own rate on Hopper (about 390 TFLOP/s), not at wgmma's peak
+    assert kernel.t_compute_roofline == pytest.approx(kernel.flops / H200.mma_sync_flops_bf16)
+    assert H200.mma_sync_flops_bf16 < H200.matrix_flops_bf16
 
 
 def test_the_cost_model_holds_no_registers_for_cp_async_copies():

@@ -41,7 +41,7 @@ def test_unrolled_loop_is_flagged_for_nvvm_in_the_source():
     ko, ki = s[C].split(s[C].reduce_axis[0], 2)
     s[C].unroll(ki)
     mod = tc.build(s)
-    assert "for k_o in range(uint32(3)):" in mod.source and "for k_i in range(uint32(2)):" in mod.source
+    assert "for k_o in range(_u32_3):" in mod.source and "for k_i in range(_u32_2):" in mod.source
     # loops i, j, k_o, k_i in source order: only k_i is unrolled
     assert mod._module.UNROLL_LOOPS == {"k_C": (False, False, False, True)}
 

@@ -19,6 +19,7 @@ then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
 from __future__ import annotations
 
 import math
+import re
 import zlib
 
 import numpy as np
@@ -129,6 +130,10 @@ from tcomp.codegen.narrow_floats import (
 """
 
 
+#: the names of index constants (``KernelWriter.constant``), which no variable may take
+_CONSTANT_NAME = re.compile(r"_u(32|64)_\d+")
+
+
 class Namer:
     """Unique Python identifiers for the variables and buffers of one kernel."""
 
@@ -140,7 +145,7 @@ class Namer:
         if obj not in self.names:
             name = base if base.isidentifier() else "v"
             candidate, n = name, 1
-            while candidate in self.taken:
+            while candidate in self.taken or _CONSTANT_NAME.fullmatch(candidate):
                 n += 1
                 candidate = f"{name}_{n}"
             self.taken.add(candidate)
@@ -204,13 +209,14 @@ class KernelWriter:
         self.vector_alignment: dict = {}  # global buffer name -> bytes its vector accesses need
         self.uses_vector = False
         self.unroll_flags: list[bool] = []  # per emitted ``for`` statement: NVVM unrolls it
+        self.index_constants: set = set()  # the ``_u32_N`` / ``_u64_N`` names the kernel uses
 
     # ------------------------------------------------------------------ expressions
 
     def index(self, e: Expr, wide: bool = False) -> str:
         """An integer index expression, computed in uint32 (in uint64 when ``wide``)."""
         if isinstance(e, IntImm):
-            return f"uint64({e.value})" if wide else f"uint32({e.value & 0xFFFFFFFF})"
+            return self.constant(e.value, wide)
         if isinstance(e, Var):
             return f"uint64({self.name(e, e.name)})" if wide else self.name(e, e.name)
         if isinstance(e, Binary) and e.op in ("+", "-", "*", "//", "%"):
@@ -222,6 +228,12 @@ class KernelWriter:
         if isinstance(e, Load) and not is_float(e.dtype):
             return f"{'uint64' if wide else 'uint32'}({self.value(e)})"
         raise CodegenError(f"unsupported index expression {e}")
+
+    def constant(self, value: int, wide: bool = False) -> str:
+        """The module-level name of an index constant (see ``index_constants``)."""
+        name = f"_u64_{value}" if wide else f"_u32_{value & 0xFFFFFFFF}"
+        self.index_constants.add(name)
+        return name
 
     def flat_index(self, buf, e: Expr) -> str:
         """The index of an element of ``buf``: 32-bit arithmetic, or 64-bit where the
@@ -430,8 +442,8 @@ class KernelWriter:
         mma = self.warpgroup_intrinsic(f"_wgmma_n{s.width}_{kind}_{'t' if s.trans_b else 'k'}_{tag:08x}", "wgmma",
                                        (s.width, kind, s.trans_b, offsets))
         describe = self.warpgroup_intrinsic("_wgmma_descriptor", "wgmma_descriptor", None)
-        descs = [f"{describe}({self.name(buf, buf.name)}, {self.flat_index(buf, start)}, uint32({lbo}), uint32({sbo}), "
-                 f"uint32({mode}))"
+        descs = [f"{describe}({self.name(buf, buf.name)}, {self.flat_index(buf, start)}, {self.constant(lbo)}, {self.constant(sbo)}, "
+                 f"{self.constant(mode)})"
                  for buf, start, (lbo, sbo), mode in ((s.a, s.a_start, s.a_strides, s.modes[0]),
                                                       (s.b, s.b_start, s.b_strides, s.modes[1]))]
         self.emit(f"{mma}({descs[0]}, {descs[1]}, {self.name(s.acc, s.acc.name)}, {first})", depth)
@@ -467,7 +479,7 @@ class KernelWriter:
             if low.buffer is high.buffer and is_multiple(low.index, 2) and \
                     str(simplify(binary("-", high.index, low.index))) == "1":
                 return f"_load_pair({self.name(low.buffer, low.buffer.name)}, {self.flat_index(low.buffer, low.index)})"
-            return f"((uint32({self.load_bits(high)}) << uint32(16)) | uint32({self.load_bits(low)}))"
+            return f"((uint32({self.load_bits(high)}) << {self.constant(16)}) | uint32({self.load_bits(low)}))"
         return f"_pack_{kind}x2({self.value(hi)}, {self.value(lo)})"
 
     def loop(self, s: For, depth: int) -> None:
@@ -479,7 +491,7 @@ class KernelWriter:
             return
         else:
             self.unroll_flags.append(s.kind in ("unroll", "vectorize"))
-            self.emit(f"for {var} in range(uint32({s.extent})):", depth)
+            self.emit(f"for {var} in range({self.constant(s.extent)}):", depth)
             self.stmt(s.body, depth + 1)
 
     def store(self, s: Store, depth: int) -> None:
@@ -638,12 +650,12 @@ class KernelWriter:
                 self.emit(f"{base} = cuda.shared.array(0, {storage_type(b)})", 1)
                 if aligned:
                     shift = self.warpgroup_intrinsic("_shared_alignment_shift", "shared_alignment_shift", None)
-                    self.emit(f"{base}_shift = {shift}({base}, uint32({SWIZZLE_ALIGNMENT}))", 1)
+                    self.emit(f"{base}_shift = {shift}({base}, {self.constant(SWIZZLE_ALIGNMENT)})", 1)
             if b.swizzle:
                 offset = -(-offset // SWIZZLE_ALIGNMENT) * SWIZZLE_ALIGNMENT
             start = offset // elem
-            first = f"{base}_shift + uint32({start})" if aligned else f"{start}"
-            last = f"{base}_shift + uint32({start + b.size})" if aligned else f"{start + b.size}"
+            first = f"{base}_shift + {self.constant(start)}" if aligned else f"{start}"
+            last = f"{base}_shift + {self.constant(start + b.size)}" if aligned else f"{start + b.size}"
             self.emit(f"{self.name(b, b.name)} = {base}[{first}:{last}]", 1)
             offset += -(-b.size * elem // 16) * 16
         self.dynamic_shared = offset + (SWIZZLE_ALIGNMENT if aligned else 0)
@@ -757,9 +769,17 @@ def program_source(program: Program, simulator: bool) -> str:
     parts.append(f"VECTOR_ALIGNMENT = {dict(sorted(alignment.items()))!r}")
     dynamic = {k.name: w.dynamic_shared for k, w in zip(program.kernels, writers) if w.dynamic_shared}
     parts.append(f"# bytes of dynamic shared memory per block, by kernel\nDYNAMIC_SHARED = {dynamic!r}")
+    constants = sorted({c for w in writers for c in w.index_constants}, key=lambda c: (c[:4], int(c[5:])))
+    parts.append(_INDEX_CONSTANTS_COMMENT + "".join(f"{c} = {c[1:4].replace('u', 'uint')}({c[5:]})\n" for c in constants))
     unroll = {k.name: tuple(w.unroll_flags) for k, w in zip(program.kernels, writers)}
     parts.append(f"# unroll pragmas: nvvm_unroll version {nvvm_unroll.REWRITE_VERSION}\nUNROLL_LOOPS = {unroll!r}")
     return "\n".join(parts) + "\n\n" + "\n\n".join(kernels)
+
+
+#: index constants are module-level globals: numba freezes a global's value into the
+#: kernel as a typed constant, where ``uint32(4)`` in the kernel is a call it must type
+#: (a quarter of the front-end time of a tensor-core kernel, hundreds of constants)
+_INDEX_CONSTANTS_COMMENT = "# index constants, frozen into the kernels at compile time\n"
 
 
 _ASYNC_IMPORTS = """

@@ -4,7 +4,7 @@ Unrolling a loop in the Python source makes one huge basic block, and numba-cuda
 front end is quadratic in the size of a block (``Lower._find_singly_assigned_variable``
 scans every assignment of the block for every variable): the warptiled SGEMM rung took
 67 s to build that way. Instead, the code generator keeps every ``unroll`` loop as a
-``for ... in range(uint32(N))`` loop and asks NVVM to unroll it fully, with the loop
+``for ... in range(_u32_N)`` loop and asks NVVM to unroll it fully, with the loop
 metadata that CUDA C++'s ``#pragma unroll`` produces (``llvm.loop.unroll.full``).
 Per-thread arrays indexed by the loop variables then become registers after unrolling,
 as before.

@@ -21,8 +21,9 @@ How each figure is counted:
 - *Bytes at the device-memory interface* (``dram``): for each warp instruction that
   touches a global buffer, the distinct elements of its 32 lanes (a broadcast is one
   element), times the element size of the buffer's dtype. Caches between the SM and
-  device memory (L1, L2) are not credited: this is the chapter's count of bytes
-  crossing "between the working buffer and the next storage level".
+  device memory (L1, L2) are not credited here: this is the chapter's count of bytes
+  crossing "between the working buffer and the next storage level". What the counts
+  keep for the model's L2 credit is which grid dimensions each tensor's reads depend on.
 - *L1 / shared-memory wavefronts*: a shared access costs as many cycles as its
   worst bank holds distinct 4-byte words (a bank conflict), except that an 8- or 16-byte
   cp.async copy is served 128 bytes of lanes at a time (each phase's conflicts summed);
@@ -43,8 +44,8 @@ from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var
-from ..ir.stmt import (THREAD_TAGS, Allocate, Barrier, Buffer, For, FragmentLoad, Kernel, Seq, Store, WarpgroupMma,
-                       WarpMma)
+from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, Buffer, For, FragmentLoad, Kernel, Seq, Store,
+                       WarpgroupMma, WarpMma)
 from ..ir.visitor import free_vars, walk
 
 #: instructions a call costs (SFU sequences, roughly)
@@ -61,10 +62,14 @@ _UNROLLED = ("unroll", "vectorize")
 
 @dataclass
 class TensorTraffic:
-    """Bytes of one global tensor that cross the device-memory interface, per block."""
+    """Bytes of one global tensor that cross the device-memory interface, per block, and
+    the grid dimensions (0, 1, 2 for ``blockIdx.x/y/z``) that its reads depend on: blocks
+    that differ only in the others read the same elements (the cost model credits the L2
+    with those re-reads)."""
 
     read: float = 0.0
     write: float = 0.0
+    read_block_dims: set = field(default_factory=set)
 
 
 @dataclass
@@ -93,6 +98,7 @@ class KernelCounts:
     barriers: float  # per thread
     has_barrier: bool
     notes: list = field(default_factory=list)
+    mma_sync_flops: float = 0.0  # the part of matrix_flops done by warp-level mma.sync
 
     @property
     def blocks(self) -> int:
@@ -229,6 +235,7 @@ class _KernelWalk:
         self.barrier_in: dict = {}  # id(For) -> bool
         self.flops = 0.0
         self.matrix_flops = 0.0
+        self.mma_sync_flops = 0.0
         self.traffic: dict = {}
         self.dtypes: dict = {}
         self.smem = 0
@@ -354,6 +361,7 @@ class _KernelWalk:
         flops = 2.0 * 16 * 8 * 16 * len(warps)
         self.flops += execs * flops
         self.matrix_flops += execs * flops
+        self.mma_sync_flops += execs * flops
         element_loaded = (() if s.a_registers else s.a_values) + (() if s.b_registers else s.b_values)
         instr = len(element_loaded) // 2 + 1
         self.thread_instr += execs * instr
@@ -498,6 +506,7 @@ class _KernelWalk:
                 t.write += count * per_warp_bytes
             else:
                 t.read += count * per_warp_bytes
+                t.read_block_dims |= {BLOCK_TAGS.index(f.kind) for f in loops if f.kind in BLOCK_TAGS and f.var in deps}
                 self.gload_instr += count * len(warps)
                 self.gload_lane_bytes += count * len(warps) * lane_bytes
 
@@ -729,6 +738,7 @@ def analyze_kernel(kernel: Kernel) -> KernelCounts:
         barriers=w.barriers,
         has_barrier=w.has_barrier,
         notes=w.notes,
+        mma_sync_flops=w.mma_sync_flops,
     )
 
 

@@ -13,14 +13,22 @@ in the record:
 3. **One SM's time.** The busiest SM runs ``ceil(blocks / SMs)`` blocks, ``r`` at a
    time (wave quantization). A round of ``q`` resident blocks takes the longest of:
    their issue slots (4 warp instructions per cycle, fewer when fewer warps), their
-   shared-memory / L1 wavefronts, their matrix work, and one block's critical path
+   shared-memory / L1 wavefronts, their matrix work (wgmma at the target's matrix
+   peak, mma.sync at its own lower rate), and one block's critical path
    (its latency rounds times the memory latency, plus its own work when barriers
    make the block wait for its slowest warp): latency is hidden only when enough
    blocks are resident.
 4. **Device memory.** Bytes over the achievable bandwidth, which Little's law caps
    at the bytes the resident warps keep in flight divided by the latency (chapter
    5.1.5: ``B_need = bandwidth x latency / SMs`` per SM against ``B_have = warps x
-   loads in flight x bytes per load``).
+   loads in flight x bytes per load``). The bytes are the chapter's count less what the
+   L2 serves: blocks start in the order of their linear index (``blockIdx.x`` fastest),
+   ``SMs x blocks per SM`` at a time, and two blocks of one such wave that agree in the
+   grid dimensions a tensor's reads depend on read the same tile of it, which reaches
+   device memory once per wave. That credit is given only when everything the first
+   wave reads fits the L2 (a conservative test: a wave holds only its current k steps
+   in flight). It is what ranks the block orders and tile shapes of tensor-core
+   matrix products, whose tiles are re-read far more often than DRAM could serve.
 
 ``predicted_seconds = max(SM time, device-memory time, flops / peak) + launch overhead``; ``bound``
 names the term that decided it: "compute" (issue slots or matrix units), "memory"
@@ -56,6 +64,7 @@ class KernelEstimate:
     dram_bytes: float  # bytes crossing between device memory and the blocks' local storage
     dram_read_bytes: float
     dram_write_bytes: float
+    l2_read_bytes: float  # of dram_read_bytes, the re-reads of tiles that the blocks of one wave share
     bytes_by_tensor: dict  # tensor name -> bytes read + written
     reads_by_tensor: dict
     writes_by_tensor: dict
@@ -91,7 +100,7 @@ class KernelEstimate:
     t_matrix: float
     t_latency: float  # the critical path of the resident blocks
     t_sm: float  # the busiest SM: per round, the longest of the four
-    t_dram: float  # dram_bytes / effective_bandwidth
+    t_dram: float  # (dram_bytes - l2_read_bytes) / effective_bandwidth
     t_launch: float
     predicted_seconds: float
     bound: str  # "compute" | "memory" | "latency"
@@ -158,6 +167,44 @@ def residency(target: Target, threads: int, regs: int, smem: int) -> tuple[dict,
     return by, blocks, limited
 
 
+# ---------------------------------------------------------------------------- the L2
+
+
+def _tiles_read(grid: tuple, wave_blocks: int, dims: set) -> tuple[int, int]:
+    """(tiles read in all, tiles the first wave reads) by the blocks of ``grid`` of a
+    tensor whose reads depend on the grid dimensions ``dims``: blocks run ``wave_blocks``
+    at a time in the order of their linear index, and two blocks of one wave that agree
+    in ``dims`` read one tile."""
+    import numpy as np
+
+    total = grid[0] * grid[1] * grid[2]
+    first = min(total, wave_blocks)
+    varying = [d for d in range(3) if grid[d] > 1]
+    if set(varying) <= dims:
+        return total, first
+    ids = np.arange(total, dtype=np.int64)
+    coordinate = {0: ids % grid[0], 1: (ids // grid[0]) % grid[1], 2: ids // (grid[0] * grid[1])}
+    key, tiles_per_wave = ids // wave_blocks, 1
+    for d in varying:
+        if d in dims:
+            key, tiles_per_wave = key * grid[d] + coordinate[d], tiles_per_wave * grid[d]
+    distinct = np.unique(key)
+    return len(distinct), int(np.count_nonzero(distinct < tiles_per_wave))
+
+
+def l2_served_reads(counts: KernelCounts, wave_blocks: int, l2_bytes: int) -> dict:
+    """Per tensor, the bytes of its reads that the L2 serves (see the module docstring,
+    step 4): none when the first wave's reads do not fit the L2."""
+    if wave_blocks <= 0:
+        return {}
+    tiles = {n: _tiles_read(counts.grid, wave_blocks, tr.read_block_dims) for n, tr in counts.traffic.items()
+             if tr.read > 0}
+    first_wave = sum(counts.traffic[n].read * first for n, (_, first) in tiles.items())
+    if first_wave > l2_bytes:
+        return {}
+    return {n: counts.traffic[n].read * (counts.blocks - read) for n, (read, _) in tiles.items()}
+
+
 # ---------------------------------------------------------------------------- one kernel
 
 
@@ -202,7 +249,9 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
 
     # roofline
     scalar_flops = flops - matrix_flops
-    t_roof_compute = matrix_flops / t.matrix_flops_bf16 + scalar_flops / t.fp32_flops
+    mma_sync_flops = counts.mma_sync_flops * blocks
+    t_roof_compute = (matrix_flops - mma_sync_flops) / t.matrix_flops_bf16 + mma_sync_flops / t.mma_sync_rate \
+        + scalar_flops / t.fp32_flops
     peak = (flops / t_roof_compute) if t_roof_compute > 0 else t.fp32_flops
     t_roof_memory = dram / t.dram_bw_datasheet
     ceiling = min(1.0, intensity * t.dram_bw_datasheet / peak) if dram else 1.0
@@ -221,10 +270,12 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     bw_eff = t.dram_bw_measured
     if have > 0:
         bw_eff = min(bw_eff, have * active_sms / latency_s)
-    t_dram = dram / bw_eff if dram else 0.0
+    l2_read = sum(l2_served_reads(counts, bps * t.sms, t.l2_bytes).values())
+    t_dram = (dram - l2_read) / bw_eff if dram else 0.0
 
     # one SM: rounds of resident blocks
-    per_block_matrix_cycles = counts.matrix_flops / (t.matrix_flops_bf16 / t.sms / clock)
+    per_block_matrix_cycles = ((counts.matrix_flops - counts.mma_sync_flops) / t.matrix_flops_bf16
+                               + counts.mma_sync_flops / t.mma_sync_rate) * t.sms * clock
     busiest = -(-blocks // t.sms)
     if bps > 0:
         issue_alone = counts.warp_instructions / min(t.issue_per_sm_per_clock, wpb)
@@ -284,7 +335,7 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     return KernelEstimate(
         name=counts.name, grid=counts.grid, block=counts.block, blocks=blocks, threads_per_block=threads,
         warps_per_block=wpb, flops=flops, matrix_flops=matrix_flops, dram_bytes=dram, dram_read_bytes=dram_read,
-        dram_write_bytes=dram_write, bytes_by_tensor=by_tensor, reads_by_tensor=reads, writes_by_tensor=writes,
+        dram_write_bytes=dram_write, l2_read_bytes=l2_read, bytes_by_tensor=by_tensor, reads_by_tensor=reads, writes_by_tensor=writes,
         arithmetic_intensity=intensity, smem_bytes_per_block=counts.smem_bytes, regs_per_thread=regs,
         regs_source=regs_source, blocks_per_sm_by=by, blocks_per_sm=bps, limited_by=limited,
         resident_warps_per_sm=resident_warps, occupancy=occupancy, waves=waves, wave_efficiency=wave_eff,

@@ -88,7 +88,10 @@ def format_kernel(k, target) -> str:
                              f"{k.latency_coverage:.2f}x"),
         ("SM time", f"issue {fmt_time(k.t_issue)} | shared/L1 {fmt_time(k.t_l1)} | matrix {fmt_time(k.t_matrix)} "
                     f"| latency {fmt_time(k.t_latency)} -> {fmt_time(k.t_sm)}"),
-        ("memory time", f"{fmt_time(k.t_dram)} at {fmt_rate(k.effective_bandwidth, 'B/s')}"),
+        ("L2", f"serves {fmt_bytes(k.l2_read_bytes)} of the reads (tiles the blocks of one wave share)"
+               if k.l2_read_bytes else "serves none of the reads"),
+        ("memory time", f"{fmt_time(k.t_dram)}: {fmt_bytes(k.dram_bytes - k.l2_read_bytes)} at "
+                        f"{fmt_rate(k.effective_bandwidth, 'B/s')}"),
         ("launch", fmt_time(k.t_launch)),
         ("predicted", f"{fmt_time(k.predicted_seconds)}: {k.bound}-bound ({k.limiter})"),
     ]

@@ -53,6 +53,9 @@ class Target:
     outstanding_loads_per_warp: int
     launch_overhead_s: float  # per kernel launch
     warp_size: int = 32
+    # the rate of warp-level mma.sync where it is below the matrix peak (on Hopper only
+    # wgmma reaches the peak); None: the matrix peak
+    mma_sync_flops_bf16: float | None = None
 
     def replace(self, **changes) -> "Target":
         """A copy of this target with some figures changed."""
@@ -62,6 +65,11 @@ class Target:
             raise TcompError(f"target {self.name} has no figure {', '.join(unknown)}; "
                              f"it has {', '.join(sorted(known))}")
         return replace(self, **changes)
+
+    @property
+    def mma_sync_rate(self) -> float:
+        """FLOP/s of mma.sync matrix work (16-bit inputs)."""
+        return self.mma_sync_flops_bf16 or self.matrix_flops_bf16
 
     @property
     def ridge_bf16(self) -> float:
@@ -98,6 +106,9 @@ H100 = Target(
     mem_latency_ns=600.0,  # chapter 5.1.5: "memory latency is taken as 600 ns" (chosen for that section)
     outstanding_loads_per_warp=4,  # chapter 5.1.5: "each warp can have at most 4 outstanding loads" (chosen)
     launch_overhead_s=5e-6,  # chapter 5.5: "a 5 us kernel launch"
+    # measured on the H200 (issue 13: registers-only mma.sync chains from Numba reached
+    # 330-390 TFLOP/s; the same SM as the H100's)
+    mma_sync_flops_bf16=390e12,
 )
 
 H200 = H100.replace(

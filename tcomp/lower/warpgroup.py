@@ -221,7 +221,7 @@ def _is_chain(s: Stmt) -> bool:
 def _order(s: Stmt, accumulators: tuple, in_flight: int) -> Stmt:
     if isinstance(s, Barrier):
         return Seq((ProxyFence(), s))
-    if _has_mma(s) and _is_chain(s):
+    if _is_chain(s) and _has_mma(s):  # NOTE: the structural test first: it fails fast, the walk does not
         return Seq((WarpgroupFence(accumulators), s, WarpgroupWait(in_flight, accumulators)))
     if isinstance(s, Seq):
         return Seq(tuple(_order(x, accumulators, in_flight) for x in s.stmts))

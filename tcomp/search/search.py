@@ -240,23 +240,25 @@ def _record(key, target, screened: Screened, m: Measurement | None = None) -> Re
 
 
 class _DeviceSlots:
-    """One device per measuring thread: a thread takes a worker number at its first batch
-    and keeps it (``measure_batch``'s ``gpu``), so that two batches are never timed on one
-    GPU at once, unless more workers than GPUs were asked for."""
+    """The GPUs as slots that batches take in turn: a batch takes the free slot that has
+    waited longest (``measure_batch``'s ``gpu``) and gives it back when it is timed, so
+    that two batches are never timed on one GPU at once (unless more workers than GPUs
+    were asked for) and consecutive batches go round the GPUs, whichever thread runs
+    them (a thread pool reuses an idle thread)."""
 
     def __init__(self, workers: int):
         import queue
-        import threading
 
         self.free = queue.SimpleQueue()
         for worker in range(workers):
             self.free.put(worker)
-        self.local = threading.local()
 
     def measure(self, bench, sources, **kwargs):
-        if not hasattr(self.local, "worker"):
-            self.local.worker = self.free.get()
-        return measure_batch(bench, sources, gpu=self.local.worker, **kwargs)
+        worker = self.free.get()
+        try:
+            return measure_batch(bench, sources, gpu=worker, **kwargs)
+        finally:
+            self.free.put(worker)
 
 
 class _MeasuredSearch:
@@ -275,7 +277,7 @@ class _MeasuredSearch:
         self.gpus = max(1, gpus)
         self.executor = executor or ThreadPoolExecutor(self.gpus)
         self.own_executor = executor is None
-        # NOTE: the default executor's threads each keep one device; a given executor's
+        # NOTE: with the default executor each batch takes a free device for its timing; a given executor's
         # workers measure wherever their own environment puts them
         self.devices = _DeviceSlots(self.gpus) if self.own_executor and self.gpus > 1 else None
         # NOTE: spawned, not forked: a build creates a CUDA context, which a forked child of

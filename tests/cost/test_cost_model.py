@@ -113,6 +113,38 @@ def test_shared_tiles_are_read_once_per_k_step():
     assert k.writes_by_tensor["C"] == n * n * 4
 
 
+def test_the_l2_serves_the_tiles_that_the_blocks_of_one_wave_share():
+    """The same kernel: blocks start in order of their linear index (blockIdx.x, the
+    column block, fastest), SMs x blocks-per-SM at a time. Blocks of one wave in one block
+    row share their A tile, and in one block column their B tile: the device reads each
+    once per wave, and the L2 serves the rest. The chapter's count is kept beside it."""
+    n = 2048
+    (k,) = tc.estimate(blocktile(n, BM=128, BN=128, BK=8, TM=8, TN=8)).kernels
+    wave = H200.sms * k.blocks_per_sm
+    columns = n // 128
+    blocks = [(b // wave, b // columns, b % columns) for b in range(k.blocks)]  # (wave, row, column)
+    a_tiles = len({(w, row) for w, row, _ in blocks})
+    b_tiles = len({(w, column) for w, _, column in blocks})
+    per_block = n * 128 * 4  # one block's rows of A (or columns of B), all of K
+    assert k.l2_read_bytes == per_block * ((k.blocks - a_tiles) + (k.blocks - b_tiles))
+    assert k.reads_by_tensor["A"] == n * n * 4 * (n // 128)
+    assert k.t_dram == pytest.approx((k.dram_bytes - k.l2_read_bytes) / k.effective_bandwidth)
+    # a wave whose reads do not fit the L2 gets no credit
+    (small_l2,) = tc.estimate(blocktile(n, BM=128, BN=128, BK=8, TM=8, TN=8),
+                              target=H200.replace(l2_bytes=1 * MiB)).kernels
+    assert small_l2.l2_read_bytes == 0 and small_l2.dram_bytes == k.dram_bytes
+
+
+def test_tiles_read_per_wave():
+    from tcomp.cost.model import _tiles_read
+
+    assert _tiles_read((4, 2, 1), 4, {0}) == (8, 4)  # each wave is one row of blocks
+    assert _tiles_read((4, 2, 1), 4, {1}) == (2, 1)
+    assert _tiles_read((4, 2, 1), 3, {1}) == (4, 1)  # the second wave spans both rows
+    assert _tiles_read((4, 2, 1), 8, set()) == (1, 1)
+    assert _tiles_read((4, 2, 1), 4, {0, 1}) == (8, 4)
+
+
 # ---------------------------------------------------------------------------- the L1 / shared pipe
 
 

@@ -92,7 +92,7 @@ def test_scheduled_coordinates_of_bound_loops():
     # writer of a shared accumulator that no thread loop encloses)
     assert isl.Set("{ R_update[2, 0, 7] }").apply(r.coords).is_equal(isl.Set("{ [2, -1, -1, 0, -1, -1] }"))
     assert "threadIdx.x" not in r.uniform
-    assert "if (threadIdx_x == uint32(0)):" in tc.build(s).source
+    assert "if (threadIdx_x == _u32_0):" in tc.build(s).source
     # a barrier follows the shared R, another ends each iteration of i (before R is refilled)
     assert [b.after for b in prog.barriers] == ["after R is computed", "at the end of loop i"]
 
