@@ -119,7 +119,7 @@ H200 = H100.replace(
     dram_bw_measured=4.2e12,  # measured here: 4 GiB device copy, bytes read + written (shared/device/README.md)
     fp32_flops=67e12,  # H200 datasheet (device/H200.md: "plain fp32 about 67")
     matrix_flops_bf16=989e12,  # H200 datasheet, dense bf16 (device/H200.md: "about 990")
-    l2_bytes=50 * 1024 * KiB,  # H200 datasheet: 50 MB L2
+    l2_bytes=60 * 1024 * KiB,  # what the device reports (L2_cache_size, benchmarks/l2_bandwidth.py, nvidia-h200)
     # NOTE: the seeds give no latency for the H200. 500 cycles at 1.98 GHz (about 250 ns) is the
     # order of published Hopper microbenchmarks for a load that misses L1, and it is what makes
     # this model reproduce the SGEMM ladder's coalesced rung measured on this machine (BENCHMARKS.md).

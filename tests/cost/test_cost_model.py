@@ -57,7 +57,7 @@ def test_h200_figures():
     assert t.smem_per_sm == 228 * 1024 and t.smem_per_block == 227 * 1024
     assert t.dram_bw_datasheet == 4.8e12 and t.dram_bw_measured == 4.2e12
     assert t.fp32_flops == 67e12 and t.matrix_flops_bf16 == 989e12
-    assert t.l2_bytes == 50 * MiB
+    assert t.l2_bytes == 60 * MiB  # the device reports 60 MiB (benchmarks/l2_bandwidth.py)
     assert round(t.ridge_bf16) == 206  # device/H200.md: "about 206 FLOP per byte in dense bf16"
 
 
