@@ -46,6 +46,29 @@ def test_unrolled_loop_is_flagged_for_nvvm_in_the_source():
     assert mod._module.UNROLL_LOOPS == {"k_C": (False, False, False, True)}
 
 
+def test_an_unrolled_loop_of_one_iteration_is_its_body(rng):
+    """k split by its whole extent: the unrolled outer loop has one iteration and becomes
+    its body with k_o = 0 (a loop left for NVVM kept its variable in the addresses past
+    loop-invariant code motion, and took registers); a serial loop of one iteration stays."""
+    w = matmul(2, 3, 4)
+    C = w["C"]
+    s = w.schedule()
+    i, j = s[C].axis
+    io, ii = s[C].split(i, 2)
+    ko, ki = s[C].split(s[C].reduce_axis[0], 4)
+    s[C].unroll(ko)
+    assert_ir(s, """
+        kernel k_C(A, W, C)  # grid=(1, 1, 1) block=(1, 1, 1)
+          for i_o in range(1):
+            for i_i in range(2):
+              for j in range(3):
+                C[i_o * 6 + i_i * 3 + j] = 0.0
+                for k_i in range(4):
+                  C[i_o * 6 + i_i * 3 + j] = C[i_o * 6 + i_i * 3 + j] + A[i_o * 8 + i_i * 4 + k_i] * W[k_i * 3 + j]
+    """)
+    run_and_compare(s, w, rng)
+
+
 @pytest.mark.parametrize("kind", ["unroll", "vectorize"])
 def test_annotated_inner_loops_with_tails(rng, kind):
     """Reduction split by 4 (19: tail 3) and columns split by 4 (7: tail 3), inner loops

@@ -442,8 +442,8 @@ class KernelWriter:
         mma = self.warpgroup_intrinsic(f"_wgmma_n{s.width}_{kind}_{'t' if s.trans_b else 'k'}_{tag:08x}", "wgmma",
                                        (s.width, kind, s.trans_b, offsets))
         describe = self.warpgroup_intrinsic("_wgmma_descriptor", "wgmma_descriptor", None)
-        descs = [f"{describe}({self.name(buf, buf.name)}, {self.flat_index(buf, start)}, {self.constant(lbo)}, {self.constant(sbo)}, "
-                 f"{self.constant(mode)})"
+        descs = [f"{describe}({self.name(buf, buf.name)}, {self.flat_index(buf, start)}, {self.constant(lbo)}, "
+                 f"{self.constant(sbo)}, {self.constant(mode)})"
                  for buf, start, (lbo, sbo), mode in ((s.a, s.a_start, s.a_strides, s.modes[0]),
                                                       (s.b, s.b_start, s.b_strides, s.modes[1]))]
         self.emit(f"{mma}({descs[0]}, {descs[1]}, {self.name(s.acc, s.acc.name)}, {first})", depth)
@@ -770,7 +770,8 @@ def program_source(program: Program, simulator: bool) -> str:
     dynamic = {k.name: w.dynamic_shared for k, w in zip(program.kernels, writers) if w.dynamic_shared}
     parts.append(f"# bytes of dynamic shared memory per block, by kernel\nDYNAMIC_SHARED = {dynamic!r}")
     constants = sorted({c for w in writers for c in w.index_constants}, key=lambda c: (c[:4], int(c[5:])))
-    parts.append(_INDEX_CONSTANTS_COMMENT + "".join(f"{c} = {c[1:4].replace('u', 'uint')}({c[5:]})\n" for c in constants))
+    definitions = "".join(f"{c} = {c[1:4].replace('u', 'uint')}({c[5:]})\n" for c in constants)  # _u32_4 = uint32(4)
+    parts.append(_INDEX_CONSTANTS_COMMENT + definitions)
     unroll = {k.name: tuple(w.unroll_flags) for k, w in zip(program.kernels, writers)}
     parts.append(f"# unroll pragmas: nvvm_unroll version {nvvm_unroll.REWRITE_VERSION}\nUNROLL_LOOPS = {unroll!r}")
     return "\n".join(parts) + "\n\n" + "\n\n".join(kernels)

@@ -41,6 +41,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..errors import TcompError
 from .analysis import BASE_REGISTERS, KernelCounts, analyze_kernel
 from .targets import Target, get_target
@@ -175,8 +177,6 @@ def _tiles_read(grid: tuple, wave_blocks: int, dims: set) -> tuple[int, int]:
     tensor whose reads depend on the grid dimensions ``dims``: blocks run ``wave_blocks``
     at a time in the order of their linear index, and two blocks of one wave that agree
     in ``dims`` read one tile."""
-    import numpy as np
-
     total = grid[0] * grid[1] * grid[2]
     first = min(total, wave_blocks)
     varying = [d for d in range(3) if grid[d] > 1]
@@ -335,7 +335,8 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     return KernelEstimate(
         name=counts.name, grid=counts.grid, block=counts.block, blocks=blocks, threads_per_block=threads,
         warps_per_block=wpb, flops=flops, matrix_flops=matrix_flops, dram_bytes=dram, dram_read_bytes=dram_read,
-        dram_write_bytes=dram_write, l2_read_bytes=l2_read, bytes_by_tensor=by_tensor, reads_by_tensor=reads, writes_by_tensor=writes,
+        dram_write_bytes=dram_write, l2_read_bytes=l2_read,
+        bytes_by_tensor=by_tensor, reads_by_tensor=reads, writes_by_tensor=writes,
         arithmetic_intensity=intensity, smem_bytes_per_block=counts.smem_bytes, regs_per_thread=regs,
         regs_source=regs_source, blocks_per_sm_by=by, blocks_per_sm=bps, limited_by=limited,
         resident_warps_per_sm=resident_warps, occupancy=occupancy, waves=waves, wave_efficiency=wave_eff,

@@ -8,7 +8,9 @@ The steps, in order:
                         order within a loop body: ``loop_body``, which the
                         polyhedral model shares)
 4. ``KERNEL_PASSES``    launch sizes, guards for bound loops, loop partitioning at
-                        guards (``partition``), index simplification
+                        guards (``partition``), index simplification, matrix
+                        instructions (``tensorize``, ``warpgroup``, ``fragments``),
+                        unrolled loops of one iteration dropped
 
 ``lower(s, trace=print)`` prints the IR after every step.
 """
