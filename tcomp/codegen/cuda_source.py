@@ -209,7 +209,7 @@ class KernelWriter:
         self.vector_alignment: dict = {}  # global buffer name -> bytes its vector accesses need
         self.uses_vector = False
         self.unroll_flags: list[bool] = []  # per emitted ``for`` statement: NVVM unrolls it
-        self.index_constants: set = set()  # the ``_u32_N`` / ``_u64_N`` names the kernel uses
+        self.index_constants: dict = {}  # ``_u32_N`` / ``_u64_N`` -> (its type, N), the ones the kernel uses
 
     # ------------------------------------------------------------------ expressions
 
@@ -231,8 +231,9 @@ class KernelWriter:
 
     def constant(self, value: int, wide: bool = False) -> str:
         """The module-level name of an index constant (see ``index_constants``)."""
-        name = f"_u64_{value}" if wide else f"_u32_{value & 0xFFFFFFFF}"
-        self.index_constants.add(name)
+        typ, value = ("uint64", value) if wide else ("uint32", value & 0xFFFFFFFF)
+        name = f"_u{typ[4:]}_{value}"
+        self.index_constants[name] = (typ, value)
         return name
 
     def flat_index(self, buf, e: Expr) -> str:
@@ -769,8 +770,9 @@ def program_source(program: Program, simulator: bool) -> str:
     parts.append(f"VECTOR_ALIGNMENT = {dict(sorted(alignment.items()))!r}")
     dynamic = {k.name: w.dynamic_shared for k, w in zip(program.kernels, writers) if w.dynamic_shared}
     parts.append(f"# bytes of dynamic shared memory per block, by kernel\nDYNAMIC_SHARED = {dynamic!r}")
-    constants = sorted({c for w in writers for c in w.index_constants}, key=lambda c: (c[:4], int(c[5:])))
-    definitions = "".join(f"{c} = {c[1:4].replace('u', 'uint')}({c[5:]})\n" for c in constants)  # _u32_4 = uint32(4)
+    constants = {name: typed for w in writers for name, typed in w.index_constants.items()}
+    definitions = "".join(f"{name} = {typ}({value})\n"
+                          for name, (typ, value) in sorted(constants.items(), key=lambda item: item[1]))
     parts.append(_INDEX_CONSTANTS_COMMENT + definitions)
     unroll = {k.name: tuple(w.unroll_flags) for k, w in zip(program.kernels, writers)}
     parts.append(f"# unroll pragmas: nvvm_unroll version {nvvm_unroll.REWRITE_VERSION}\nUNROLL_LOOPS = {unroll!r}")
