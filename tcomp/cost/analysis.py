@@ -35,7 +35,13 @@ How each figure is counted:
   loop iteration. Registers (``local`` buffers) cost no instruction.
 - *Latency rounds*: the global round trips one thread waits for in sequence. Loads
   between two barriers are in flight together; a serial loop repeats its body's
-  rounds, an unrolled loop does not.
+  rounds, an unrolled loop does not. A copy into registers that is read only later
+  (a double buffer's prefetch) is a prefetch round, a cp.async copy an asynchronous
+  round; a ring's copies are issued ``ahead`` k steps before they are read (the
+  ``cp.async.wait_group`` of the loop leaves ``ahead - 1`` groups in flight).
+- *Chain drains*: the executions of a ``wgmma.wait_group 0`` inside a serial loop,
+  where the warpgroup waits for its whole chain of matrix instructions before it goes
+  on (``pipeline(stages, reader_lag=0)``: no chain is left running into the next step).
 """
 
 from __future__ import annotations
@@ -44,8 +50,8 @@ from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var
-from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, Buffer, For, FragmentLoad, Kernel, Seq, Store,
-                       WarpgroupMma, WarpMma)
+from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, Buffer, For, FragmentLoad, Kernel, Seq,
+                       Store, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, walk
 
 #: instructions a call costs (SFU sequences, roughly)
@@ -99,6 +105,10 @@ class KernelCounts:
     has_barrier: bool
     notes: list = field(default_factory=list)
     mma_sync_flops: float = 0.0  # the part of matrix_flops done by warp-level mma.sync
+    async_rounds: float = 0.0  # per thread: rounds of cp.async copies (global to shared)
+    async_ahead: int = 1  # k steps between a ring's copies and their first reader
+    warpgroup_instructions: float = 0.0  # per thread: wgmma instructions its warpgroup issues
+    chain_drains: float = 0.0  # per thread: waits for a whole wgmma chain inside a serial loop
 
     @property
     def blocks(self) -> int:
@@ -247,6 +257,9 @@ class _KernelWalk:
         self.gload_lane_bytes = 0.0
         self.barriers = 0.0
         self.has_barrier = False
+        self.warpgroup_instructions = 0.0
+        self.chain_drains = 0.0
+        self.async_ahead: int | None = None
         self.notes: list = []
         self._lanes_cache: dict = {}
         self._allocated: set = set()
@@ -345,6 +358,12 @@ class _KernelWalk:
             self._warpgroup_mma(s, loops)
         elif isinstance(s, FragmentLoad):
             self._fragment_load(s, loops)
+        elif isinstance(s, AsyncWait):
+            ahead = s.pending + 1
+            self.async_ahead = ahead if self.async_ahead is None else min(self.async_ahead, ahead)
+        elif isinstance(s, WarpgroupWait):
+            if s.pending == 0 and any(f.kind == "serial" for f in loops):
+                self.chain_drains += _serial_product(loops) * _unrolled_product(loops)
         elif isinstance(s, Barrier):
             n = _serial_product(loops) * _unrolled_product(loops)
             self.barriers += n
@@ -386,6 +405,7 @@ class _KernelWalk:
         self.flops += execs * flops
         self.matrix_flops += execs * flops
         instr = 8
+        self.warpgroup_instructions += execs
         self.thread_instr += execs * instr
         self.warp_instr += execs * instr * 4 * groups
         self.wavefronts += execs * groups * (64 * 16 + 16 * s.width) * itemsize(s.dtype) / 128
@@ -607,7 +627,24 @@ class _Rounds:
 
     sync: float = 0.0  # the thread waits for these before it can go on
     prefetch: float = 0.0  # loads into registers whose values are only used later
+    asynchronous: float = 0.0  # cp.async copies into shared memory, waited for later
     in_flight: float = 0.0  # loaded values a thread holds in registers together in the largest round
+
+    def then(self, other: "_Rounds") -> "_Rounds":
+        """These rounds, then ``other``'s (one after the other)."""
+        return _Rounds(self.sync + other.sync, self.prefetch + other.prefetch,
+                       self.asynchronous + other.asynchronous, max(self.in_flight, other.in_flight))
+
+    def overlapped(self, other: "_Rounds") -> "_Rounds":
+        """Single round trips issued together: in flight at once."""
+        return _Rounds(max(self.sync, other.sync), max(self.prefetch, other.prefetch),
+                       max(self.asynchronous, other.asynchronous), self.in_flight + other.in_flight)
+
+    def times(self, n: int) -> "_Rounds":
+        return _Rounds(self.sync * n, self.prefetch * n, self.asynchronous * n, self.in_flight)
+
+    def is_loop(self) -> bool:
+        return self.sync > 1 or self.prefetch > 1 or self.asynchronous > 1
 
 
 def _is_prefetch(s: Store) -> bool:
@@ -629,9 +666,7 @@ class _RoundCounter:
     def count(self, body) -> _Rounds:
         r = self._rounds(body, ())
         top = self.hoisted.get(None)
-        if top is not None:
-            r = _Rounds(r.sync + top.sync, r.prefetch + top.prefetch, max(r.in_flight, top.in_flight))
-        return r
+        return r.then(top) if top is not None else r
 
     def _rounds(self, s, loops) -> _Rounds:
         if isinstance(s, For):
@@ -640,8 +675,8 @@ class _RoundCounter:
             if s.kind == "serial":
                 h = self.hoisted.pop(id(s), None)
                 if h is not None:
-                    r = _Rounds(r.sync + h.sync, r.prefetch + h.prefetch, max(r.in_flight, h.in_flight))
-                return _Rounds(r.sync * s.extent, r.prefetch * s.extent, r.in_flight)
+                    r = r.then(h)
+                return r.times(s.extent)
             return r
         if isinstance(s, Allocate):
             return self._rounds(s.body, loops)
@@ -652,22 +687,14 @@ class _RoundCounter:
             seg = _Rounds()
             for x in list(s.stmts) + [Barrier()]:
                 if isinstance(x, Barrier):
-                    total.sync += seg.sync
-                    total.prefetch += seg.prefetch
-                    total.in_flight = max(total.in_flight, seg.in_flight)
+                    total = total.then(seg)
                     seg = _Rounds()
                     continue
                 r = self._rounds(x, loops)
-                if r.sync > 1 or seg.sync > 1 or r.prefetch > 1 or seg.prefetch > 1:
-                    # a loop of round trips runs after what came before it
-                    seg.sync += r.sync
-                    seg.prefetch += r.prefetch
-                    seg.in_flight = max(seg.in_flight, r.in_flight)
+                if r.is_loop() or seg.is_loop():
+                    seg = seg.then(r)  # a loop of round trips runs after what came before it
                 else:
-                    # single round trips between two barriers overlap
-                    seg.sync = max(seg.sync, r.sync)
-                    seg.prefetch = max(seg.prefetch, r.prefetch)
-                    seg.in_flight += r.in_flight
+                    seg = seg.overlapped(r)  # single round trips between two barriers overlap
             return total
         return _Rounds()
 
@@ -698,10 +725,10 @@ class _RoundCounter:
         if not here:
             return _Rounds()
         if s.asynchronous:  # cp.async: global to shared, waited for later, through no register
-            return _Rounds(0.0, 1.0, 0.0)
+            return _Rounds(asynchronous=1.0)
         if _is_prefetch(s):
-            return _Rounds(0.0, 1.0, here)
-        return _Rounds(1.0, 0.0, here)
+            return _Rounds(prefetch=1.0, in_flight=here)
+        return _Rounds(sync=1.0, in_flight=here)
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -735,6 +762,10 @@ def analyze_kernel(kernel: Kernel) -> KernelCounts:
         global_load_bytes_per_lane=(w.gload_lane_bytes / n_gl) if n_gl else 0.0,
         latency_rounds=rounds.sync,
         prefetch_rounds=rounds.prefetch,
+        async_rounds=rounds.asynchronous,
+        async_ahead=w.async_ahead or 1,
+        warpgroup_instructions=w.warpgroup_instructions,
+        chain_drains=w.chain_drains,
         barriers=w.barriers,
         has_barrier=w.has_barrier,
         notes=w.notes,

@@ -17,7 +17,11 @@ in the record:
    peak, mma.sync at its own lower rate), and one block's critical path
    (its latency rounds times the memory latency, plus its own work when barriers
    make the block wait for its slowest warp): latency is hidden only when enough
-   blocks are resident.
+   blocks are resident. Copies issued ahead of their readers wait only for the latency
+   that the work in between does not cover: a double buffer's prefetch one k step
+   ahead, a cp.async ring's copies ``stages - 1 - reader_lag`` steps ahead against the
+   target's latency of a copy under load. A k step that waits for its whole chain of
+   wgmma instructions (no chain left in flight) adds the chain's drain.
 4. **Device memory.** Bytes over the achievable bandwidth, which Little's law caps
    at the bytes the resident warps keep in flight divided by the latency (chapter
    5.1.5: ``B_need = bandwidth x latency / SMs`` per SM against ``B_have = warps x
@@ -101,6 +105,9 @@ class KernelEstimate:
     t_l1: float  # shared memory and L1 wavefronts
     t_matrix: float
     t_latency: float  # the critical path of the resident blocks
+    copies_ahead: int  # k steps between a cp.async ring's copies and their readers
+    t_copy_wait: float  # of one block's path: latency its prefetches and rings leave exposed
+    t_chain_drain: float  # of one block's path: tensor cores idle while k steps wait for whole wgmma chains
     t_sm: float  # the busiest SM: per round, the longest of the four
     t_dram: float  # (dram_bytes - l2_read_bytes) / effective_bandwidth
     t_launch: float
@@ -205,6 +212,31 @@ def l2_served_reads(counts: KernelCounts, wave_blocks: int, l2_bytes: int) -> di
     return {n: counts.traffic[n].read * (counts.blocks - read) for n, (read, _) in tiles.items()}
 
 
+# ---------------------------------------------------------------------------- one block's critical path
+
+
+def exposed_latency(rounds: float, ahead: int, latency_cycles: float, own_cycles: float) -> float:
+    """Cycles one block waits on ``rounds`` copies, each issued ``ahead`` steps of its own
+    work before it is read (a double buffer's prefetch: one; a ring of ``stages`` tiles
+    whose readers lag ``d`` steps: ``stages - 1 - d``): the part of the latency that
+    ``ahead`` steps of ``own_cycles / rounds`` do not cover, once per round."""
+    if not rounds:
+        return 0.0
+    return rounds * max(0.0, latency_cycles - ahead * own_cycles / rounds)
+
+
+def chain_drain_cycles(counts: KernelCounts, matrix_cycles: float, issue_cycles: float) -> float:
+    """Cycles the tensor cores of one block idle because each k step waits for its whole
+    chain of wgmma instructions (``counts.chain_drains``, ``pipeline(stages, reader_lag=0)``):
+    per step the last instruction's latency, taken as its share of the block's matrix
+    time, and in all the block's own instructions (barriers, waits, copies), which then
+    run while no chain does."""
+    if not counts.chain_drains or not counts.warpgroup_instructions:
+        return 0.0
+    instruction = matrix_cycles / counts.warpgroup_instructions
+    return counts.chain_drains * instruction + issue_cycles
+
+
 # ---------------------------------------------------------------------------- one kernel
 
 
@@ -259,7 +291,7 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     # latency hiding: Little's law (chapter 5.1.5)
     latency_s = t.mem_latency_ns * 1e-9
     latency_cycles = latency_s * clock
-    all_rounds = counts.latency_rounds + counts.prefetch_rounds
+    all_rounds = counts.latency_rounds + counts.prefetch_rounds + counts.async_rounds
     loads_per_round = counts.global_load_instructions / wpb / all_rounds if all_rounds and wpb else 0.0
     in_flight = min(float(t.outstanding_loads_per_warp), max(1.0, loads_per_round)) if loads_per_round else 0.0
     bytes_per_warp_load = counts.global_load_bytes_per_lane * t.warp_size
@@ -284,9 +316,11 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
         # work when barriers make every warp wait for the slowest); a prefetch into
         # registers waits only for what the work in between does not cover
         own = work_alone if counts.has_barrier else counts.thread_instructions
-        chain = counts.latency_rounds * latency_cycles + own
-        if counts.prefetch_rounds:
-            chain += counts.prefetch_rounds * max(0.0, latency_cycles - own / counts.prefetch_rounds)
+        drain = chain_drain_cycles(counts, per_block_matrix_cycles, issue_alone)
+        own += drain
+        copy_wait = max(exposed_latency(counts.prefetch_rounds, 1, latency_cycles, own),
+                        exposed_latency(counts.async_rounds, counts.async_ahead, t.async_copy_latency_s * clock, own))
+        chain = counts.latency_rounds * latency_cycles + own + copy_wait
 
         def round_terms(q):
             return {
@@ -314,6 +348,7 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
         t_sm = math.inf
         term_s = {"issue": math.inf, "shared/L1": math.inf, "matrix": math.inf, "latency": math.inf}
         waves, wave_eff = math.inf, 0.0
+        drain = copy_wait = 0.0
         notes.append(f"no block of {counts.name} fits on an SM ({', '.join(limited)})")
 
     t_launch = t.launch_overhead_s
@@ -345,6 +380,7 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
         bytes_per_warp_load=bytes_per_warp_load, inflight_bytes_needed_per_sm=need, inflight_bytes_per_sm=have,
         latency_coverage=coverage, effective_bandwidth=bw_eff, blocks_on_busiest_sm=busiest,
         t_issue=term_s["issue"], t_l1=term_s["shared/L1"], t_matrix=term_s["matrix"], t_latency=term_s["latency"],
+        copies_ahead=counts.async_ahead, t_copy_wait=copy_wait / clock, t_chain_drain=drain / clock,
         t_sm=t_sm, t_dram=t_dram, t_launch=t_launch, predicted_seconds=predicted, bound=bound, limiter=limiter,
         fits=fits, notes=tuple(notes),
     )

@@ -88,6 +88,10 @@ def format_kernel(k, target) -> str:
                              f"{k.latency_coverage:.2f}x"),
         ("SM time", f"issue {fmt_time(k.t_issue)} | shared/L1 {fmt_time(k.t_l1)} | matrix {fmt_time(k.t_matrix)} "
                     f"| latency {fmt_time(k.t_latency)} -> {fmt_time(k.t_sm)}"),
+        ("one block's path", f"waits {fmt_time(k.t_copy_wait)} on copies"
+                             + (f" ({k.copies_ahead} k steps ahead)" if k.copies_ahead > 1 else "")
+                             + (f", {fmt_time(k.t_chain_drain)} on wgmma chains drained every k step"
+                                if k.t_chain_drain else "")),
         ("L2", f"serves {fmt_bytes(k.l2_read_bytes)} of the reads (tiles the blocks of one wave share)"
                if k.l2_read_bytes else "serves none of the reads"),
         ("memory time", f"{fmt_time(k.t_dram)}: {fmt_bytes(k.dram_bytes - k.l2_read_bytes)} at "

@@ -56,6 +56,9 @@ class Target:
     # the rate of warp-level mma.sync where it is below the matrix peak (on Hopper only
     # wgmma reaches the peak); None: the matrix peak
     mma_sync_flops_bf16: float | None = None
+    # how long a cp.async copy takes to land while the memory system streams matrix tiles
+    # at full rate (what a ring's copies issued k steps ahead must cover); None: mem_latency_ns
+    async_copy_latency_ns: float | None = None
 
     def replace(self, **changes) -> "Target":
         """A copy of this target with some figures changed."""
@@ -65,6 +68,11 @@ class Target:
             raise TcompError(f"target {self.name} has no figure {', '.join(unknown)}; "
                              f"it has {', '.join(sorted(known))}")
         return replace(self, **changes)
+
+    @property
+    def async_copy_latency_s(self) -> float:
+        """Seconds a cp.async copy takes to land under load (see ``async_copy_latency_ns``)."""
+        return (self.async_copy_latency_ns or self.mem_latency_ns) * 1e-9
 
     @property
     def mma_sync_rate(self) -> float:
@@ -109,6 +117,12 @@ H100 = Target(
     # measured on the H200 (issue 13: registers-only mma.sync chains from Numba reached
     # 330-390 TFLOP/s; the same SM as the H100's)
     mma_sync_flops_bf16=390e12,
+    # NOTE: fitted on the H200, whose SM and L2 are the H100's (benchmarks/ring_depth.py,
+    # 2026-12-03): a wgmma GEMM whose ring keeps one k step of copies ahead takes 0.086-0.165
+    # us a step longer than with two ahead, which this model reproduces with 920-930 ns for
+    # 128x256 and 256x128 blocks at 4096^3 and 1024x12288x4096 alike (BENCHMARKS.md). A
+    # latency under load, far above an idle load's (the H200's mem_latency_ns). A lead on the H100.
+    async_copy_latency_ns=930.0,
 )
 
 H200 = H100.replace(

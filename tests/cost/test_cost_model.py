@@ -269,3 +269,64 @@ def test_print_shows_the_tables():
     for needle in ("target h100", "kernel k_Cb", "blocks per SM     2, limited by registers and shared memory",
                    "occupancy         25.0% (16 of 64 warps)", "in flight per SM", "predicted", "total: 1 kernel launch"):
         assert needle in text, needle
+
+
+# ---------------------------------------------------------------------------- rings of cp.async copies
+
+
+def wgmma_gemm(stages, in_flight, M=256, N=256, K=1024, BM=128, BN=256):
+    import gemm_bf16
+    from tcomp.search.rules import wgmma_tiles
+
+    out = gemm_bf16.algorithm(M, N, K)
+    s = tc.create_schedule(out)
+    wgmma_tiles(s, out, "C", "A", "W", BM=BM, BN=BN, BK=64, stages=stages, in_flight=in_flight)
+    return s
+
+
+@pytest.mark.parametrize("stages, in_flight, ahead, drains", [(4, 1, 2, 0), (4, 0, 3, 16), (3, 1, 1, 0),
+                                                             (2, 0, 1, 16)])
+def test_a_ring_counts_its_steps_ahead_and_its_drained_chains(stages, in_flight, ahead, drains):
+    """A ring of ``stages`` tiles whose readers lag ``in_flight`` k steps issues its copies
+    ``stages - 1 - in_flight`` steps ahead; with no chain left in flight every k step (16
+    of 64 at K = 1024) waits for its whole chain of wgmma instructions (4 a step: BK 64 / 16)."""
+    from tcomp.cost.analysis import analyze_kernel
+
+    (kernel,) = tc.lower(wgmma_gemm(stages, in_flight)).kernels
+    counts = analyze_kernel(kernel)
+    assert counts.async_ahead == ahead
+    assert counts.chain_drains == drains
+    assert counts.warpgroup_instructions == 1024 // 16
+    assert counts.async_rounds == 16 + 1  # one round a k step, and the prologue's
+    assert counts.prefetch_rounds == 0
+
+
+def test_exposed_latency_is_what_the_steps_ahead_do_not_cover():
+    from tcomp.cost.model import exposed_latency
+
+    assert exposed_latency(0, 1, 1000.0, 0.0) == 0.0
+    assert exposed_latency(10, 1, 1000.0, 6000.0) == 10 * (1000 - 600)  # one step of 600 cycles ahead
+    assert exposed_latency(10, 2, 1000.0, 6000.0) == 0.0  # two steps cover it
+
+
+def test_ring_depth_and_chains_in_flight_follow_the_measured_order():
+    """The order the H200 measured for 128 x 256 wgmma blocks (benchmarks/ring_depth.py,
+    4096^3: 0.269 ms with 4 stages and a chain in flight, 0.311 with 3, 0.319-0.336 with
+    none): two k steps of copies ahead cover the loaded latency of a cp.async and one does
+    not; a k step that waits for its whole chain idles the tensor cores."""
+    predicted = {(stages, in_flight): tc.estimate(wgmma_gemm(stages, in_flight)).kernels[0]
+                 for stages, in_flight in ((4, 1), (3, 1), (3, 0), (4, 0), (2, 0))}
+    best, one_ahead = predicted[4, 1], predicted[3, 1]
+    assert best.predicted_seconds < one_ahead.predicted_seconds
+    assert one_ahead.predicted_seconds < min(predicted[k].predicted_seconds for k in ((3, 0), (4, 0), (2, 0)))
+    # one step ahead: each of the 17 rounds of copies (16 k steps and the prologue) waits
+    # for what one step of the block's own work, shared/L1-bound here, does not cover
+    assert best.limiter == "shared/L1" and best.blocks_on_busiest_sm == 1
+    exposed = H200.async_copy_latency_s - best.t_l1 / 17
+    assert exposed > 0
+    assert one_ahead.t_latency == pytest.approx(best.t_latency + 17 * exposed)
+    assert one_ahead.t_copy_wait == pytest.approx(17 * exposed) and best.t_copy_wait == 0
+    assert predicted[3, 0].t_chain_drain > 0 and best.t_chain_drain == 0
+    # a target whose copies land at once does not care how deep the ring is
+    instant = H200.replace(async_copy_latency_ns=1.0)
+    assert tc.estimate(wgmma_gemm(3, 1), target=instant).predicted_seconds == pytest.approx(best.predicted_seconds)
