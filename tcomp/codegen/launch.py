@@ -24,6 +24,7 @@ import threading
 
 from ..errors import CapacityError
 from .driver import checked, driver
+from .typing_memo import memoized_typing
 
 #: parameters of a numba 1-D array argument; the data pointer is the fifth
 _ARRAY_PARAMS = 7
@@ -33,7 +34,8 @@ _DATA_SLOT = 4
 def _compiled_function(dispatcher, signature):
     """Compile ``dispatcher`` for ``signature``; numba's compiled function (its ``handle``
     is what cuLaunchKernel takes, its ``attrs`` the registers and thread limit)."""
-    dispatcher.compile(signature)
+    with memoized_typing():
+        dispatcher.compile(signature)
     return dispatcher.overloads[tuple(signature)]._codelibrary.get_cufunc()
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from ..errors import CodegenError
 from .cuda_source import kernel_signature, program_source
 from .runtime import import_source
+from .typing_memo import memoized_typing
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ def ptx_report(program, ptxas: str | None = None) -> list:
     reports = []
     for kernel in program.kernels:
         fn = getattr(module, kernel.name).py_func
-        ptx, _ = cuda.compile_ptx(fn, kernel_signature(kernel), cc=(9, 0, "a"))
+        with memoized_typing():
+            ptx, _ = cuda.compile_ptx(fn, kernel_signature(kernel), cc=(9, 0, "a"))
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{kernel.name}.ptx"
             path.write_text(ptx)
