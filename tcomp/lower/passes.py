@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..ir.expr import And, IntImm, Load, Var, compare, logical_and
+from ..ir.expr import And, Expr, IntImm, Load, Var, compare, logical_and
 from ..ir.simplify import simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, For, Kernel, Store
 from ..ir.visitor import free_vars, map_children, rewrite, substitute, walk
@@ -114,10 +114,26 @@ def drop_unit_loops(kernel: Kernel) -> Kernel:
     return replace(kernel, body=rewrite(kernel.body, fn))
 
 
-def simplify_pred(p):
+def simplify_in_loop_ranges(kernel: Kernel) -> Kernel:
+    """Every integer expression simplified again, now knowing that each loop variable
+    lies in ``[0, extent - 1]``: the divisions and remainders of fused and split loops
+    that the ranges decide disappear (``tcomp.ir.simplify``). Matrix-instruction passes
+    write new indices, so this runs after them."""
+
+    def visit(node, ranges):
+        if isinstance(node, For):
+            ranges = {**ranges, node.var: (0, node.extent - 1)}
+        if isinstance(node, Expr):
+            return simplify_pred(node, ranges) if isinstance(node, And) else simplify(node, ranges)
+        return map_children(node, lambda child: visit(child, ranges))
+
+    return replace(kernel, body=visit(kernel.body, {}))
+
+
+def simplify_pred(p, ranges=None):
     if isinstance(p, And):
-        return And(simplify_pred(p.a), simplify_pred(p.b))
-    return simplify(p)
+        return And(simplify_pred(p.a, ranges), simplify_pred(p.b, ranges))
+    return simplify(p, ranges)
 
 
 #: the ordered pass list applied to every kernel after the loop nests are built
@@ -130,4 +146,5 @@ KERNEL_PASSES = (
     ("order_warpgroup_mma", order_warpgroup_mma),
     ("load_fragments", load_fragments),
     ("drop_unit_loops", drop_unit_loops),
+    ("simplify_in_loop_ranges", simplify_in_loop_ranges),
 )
