@@ -10,7 +10,7 @@ A shared tile filled at every iteration of a serial loop ``ko`` (``extent`` iter
 
 becomes, with ``n = stages`` tiles in a ring ``R`` (``n`` times the tile)::
 
-    for t in 0 .. n-2:                         # prologue: one commit group per tile
+    for t in 0 .. n-2:                         # prologue (unrolled): one commit group per tile
         cp.async R[t][...] = G[f(t)]           (if t < extent)
         commit
     for ko:
@@ -48,8 +48,8 @@ from dataclasses import dataclass
 
 from ..dtypes import itemsize
 from ..errors import LoweringError
-from ..ir.expr import IntImm, Load, Var, binary, compare, logical_and
-from ..ir.stmt import AsyncCommit, Buffer, Stmt, Store, seq
+from ..ir.expr import Load, Var, binary, compare, logical_and
+from ..ir.stmt import AsyncCommit, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import rewrite, substitute
 from .double_buffer import renest, unnest_fill
 
@@ -64,7 +64,8 @@ class RingFill:
     tile: Buffer  # the tile as bound inference made it
     ring: Buffer  # ``stages`` tiles
     stages: int
-    prologue: tuple  # per tile t < stages - 1: the copies of tile t (None past the loop's end)
+    prologue: Stmt  # the copies of tile ``prologue_tile`` into slot ``prologue_tile``, guarded past the loop's end
+    prologue_tile: Var
     issue: Stmt  # in iteration ko: the copies of tile ko + stages - 1, guarded
 
     def reading_slot(self, body: Stmt, loop: Var) -> Stmt:
@@ -113,18 +114,20 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
 
     distance = stages - 1 - reader_lag
     ahead = binary("+", loop, distance)
-    prologue = tuple(copy_of(IntImm(t), IntImm(t)) if t < extent else None for t in range(distance))
+    tile_var = Var(f"{loop.name}_ahead", loop.dtype)
+    prologue = copy_of(tile_var, tile_var, compare("<", tile_var, extent) if distance > extent else None)
     issue = copy_of(ahead, binary("%", ahead, stages), compare("<", ahead, extent))
-    return RingFill(tile, ring, stages, prologue, issue)
+    return RingFill(tile, ring, stages, prologue, tile_var, issue)
 
 
 def prologue_of(rings: list) -> Stmt:
-    """Before the loop: tile by tile, every ring's copies, then one commit group."""
-    steps = []
-    for t in range(len(rings[0].prologue)):
-        steps += [r.prologue[t] for r in rings if r.prologue[t] is not None]
-        steps.append(AsyncCommit())
-    return seq(*steps)
+    """Before the loop, an unrolled loop over the tiles issued ahead: every ring's copies
+    of the tile, then one commit group (a group also for a tile past the loop's end, so
+    that the waits count the same)."""
+    distance = rings[0].stages - 1 - rings[0].ring.reader_lag
+    tile = rings[0].prologue_tile
+    copies = [substitute(r.prologue, {r.prologue_tile: tile}) for r in rings]
+    return For(tile, distance, "unroll", seq(*copies, AsyncCommit()))
 
 
 def _size(buf: Buffer) -> int:
