@@ -65,18 +65,22 @@ def is_correctly_rounded(x: np.ndarray, c: float, q: np.ndarray) -> np.ndarray:
 
 
 def _round_sum_to_float32(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """RN32(a + b) exactly, for float64 ``a`` and ``b`` (an FMA's single rounding)."""
+    """RN32(a + b) exactly, for float64 ``a`` and ``b`` whose sum is a normal float32 (an
+    FMA's single rounding). The float64 sum is rounded once more to float32; that double
+    rounding can only err where the float64 sum lies exactly halfway between two float32
+    values (its 29 low significand bits 1 followed by zeros), and there the exact error of
+    the float64 sum (TwoSum) says which way the exact sum lies."""
     s = a + b
-    bb = s - a
-    err = (a - (s - bb)) + (b - bb)  # TwoSum: s + err == a + b exactly
     r = s.astype(np.float32)
-    r64 = r.astype(np.float64)
-    d = s - r64
-    half = (np.nextafter(r, np.where(d > 0, np.float32(np.inf), np.float32(-np.inf))).astype(np.float64) - r64) / 2
-    on_mid = (d != 0) & (d == half)
-    # s sits on a float32 midpoint: the error term says which way the exact sum lies
-    move = on_mid & (np.sign(err) == np.sign(d))
-    r[move] = np.nextafter(r[move], np.where(d[move] > 0, np.float32(np.inf), np.float32(-np.inf)))
+    on_mid = np.flatnonzero((s.view(np.uint64) & 0x1FFFFFFF) == 0x10000000)
+    if on_mid.size:
+        sa, sb, ss = a[on_mid], b[on_mid], s[on_mid]
+        bb = ss - sa
+        err = (sa - (ss - bb)) + (sb - bb)  # TwoSum: ss + err == sa + sb exactly
+        d = ss - r[on_mid].astype(np.float64)
+        move = np.sign(err) == np.sign(d)
+        towards = np.where(d > 0, np.float32(np.inf), np.float32(-np.inf))
+        r[on_mid] = np.where(move, np.nextafter(r[on_mid], towards), r[on_mid])
     return r
 
 
@@ -98,7 +102,8 @@ def correction_is_exact(c: float) -> bool:
     except (OSError, KeyError):
         pass  # NOTE: not decided yet (or a damaged file): decide again
     x = (np.arange(2**23, dtype=np.int64) | 0x3F800000).astype(np.int32).view(np.float32)  # [1, 2)
-    exact = all(is_correctly_rounded(part, c32, divide(part, c32)).all() for part in np.array_split(x, 8))
+    # NOTE: numpy's float32 division is IEEE's: correctly rounded, the quotient to match
+    exact = all((divide(part, c32) == part / c32).all() for part in np.array_split(x, 8))
     tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
     tmp.write_text("exact" if exact else "inexact")
     os.replace(tmp, path)
