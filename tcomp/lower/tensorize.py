@@ -27,6 +27,8 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+import numpy as np
+
 from ..errors import ScheduleError
 from ..ir.expr import Binary, Cast, IntImm, Load, Var, binary
 from ..ir.simplify import simplify
@@ -183,10 +185,12 @@ def sample_environments(variables: list, extents: dict) -> list:
 _PYTHON_OPS = {"+": "+", "-": "-", "*": "*", "//": "//", "%": "%", "^": "^"}
 
 
-def index_function(e, params: list):
+def index_function(e, params: list, arrays: bool = False):
     """``e`` (an integer index expression) as a Python function of ``params``, or None
-    when it is not made of integer arithmetic on them."""
+    when it is not made of integer arithmetic on them. With ``arrays`` the function also
+    takes numpy integer arrays (broadcast against one another) and returns one."""
     names = {v: f"v{n}" for n, v in enumerate(params)}
+    extremes = {"min": "_minimum", "max": "_maximum"} if arrays else {"min": "min", "max": "max"}
 
     def text(x) -> str:
         if isinstance(x, IntImm):
@@ -194,7 +198,7 @@ def index_function(e, params: list):
         if isinstance(x, Var) and x in names:
             return names[x]
         if isinstance(x, Binary) and x.op in ("min", "max"):
-            return f"{x.op}({text(x.a)}, {text(x.b)})"
+            return f"{extremes[x.op]}({text(x.a)}, {text(x.b)})"
         if isinstance(x, Binary) and x.op in _PYTHON_OPS:
             return f"({text(x.a)} {_PYTHON_OPS[x.op]} {text(x.b)})"
         raise _NotAnIndex(x)
@@ -203,7 +207,8 @@ def index_function(e, params: list):
         body = text(e)
     except _NotAnIndex:
         return None
-    return eval(f"lambda {', '.join(names.values())}: {body}")  # NOTE: built from IR nodes only
+    # NOTE: built from IR nodes only
+    return eval(f"lambda {', '.join(names.values())}: {body}", {"_minimum": np.minimum, "_maximum": np.maximum})
 
 
 class _NotAnIndex(Exception):

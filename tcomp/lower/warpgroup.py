@@ -135,47 +135,59 @@ def _match(store, a_load, b_load, trans_b, thread, kk, spatial, extents, width):
     others = sorted({v for e in indices for v in free_vars(e)} - set(loop_vars), key=lambda v: v.name)
     if any(v not in extents for v in others):
         return "the operands' indices use variables of no loop around the nest"
-    functions = [index_function(e, loop_vars + others) for e in indices]
+    functions = [index_function(e, loop_vars + others, arrays=True) for e in indices]
     if None in functions:
         return "the operands' indices are not integer arithmetic on the loops"
-    acc_of, a_of, b_of = functions
+    _, a_of, b_of = functions
+    # every thread (rows) against every iteration of the spatial loops (columns, in the
+    # order of itertools.product), as numpy arrays
     combos = list(product(*(range(f.extent) for f in spatial)))
+    grid = [g.reshape(1, -1) for g in np.meshgrid(*(np.arange(f.extent) for f in spatial), indexing="ij")]
+    threads = np.arange(WARPGROUP).reshape(-1, 1)
+    shape = (WARPGROUP, len(combos))
+    registers = np.arange(width // 2).reshape(-1, 1)
+    acc_rows, acc_cols = accumulator_element(threads.reshape(1, -1), registers)  # (register, thread)
     register_combo = None
     for env in sample_environments(others, extents):
+        a_at = np.broadcast_to(a_of(threads, *grid, 0, *env), shape)
+        b_at = np.broadcast_to(b_of(threads, *grid, 0, *env), shape)
         # thread 0's register 0 reads row 0 of A and column 0 of B: the first elements
-        a_start = min(a_of(0, *c, 0, *env) for c in combos)
-        b_start = min(b_of(0, *c, 0, *env) for c in combos)
-        rows_of = {a_element(a_start, r, 0): r for r in range(64)}
-        cols_of = {b_element(b_start, 0, c): c for c in range(width)}
-        places = {}
-        for t in range(WARPGROUP):
-            for combo in combos:
-                r = rows_of.get(a_of(t, *combo, 0, *env))
-                c = cols_of.get(b_of(t, *combo, 0, *env))
-                if r is None or c is None:
-                    return (f"thread {t} reads its {'A' if r is None else 'B'} operand outside the 64 x {width} "
-                            f"tile that one descriptor of {(a_load if r is None else b_load).buffer.name} reaches")
-                places[(t, (r, c))] = combo
-        mapping = []
-        for i in range(width // 2):
-            held = [places.get((t, accumulator_element(t, i))) for t in range(WARPGROUP)]
-            if None in held or len(set(held)) != 1:
-                return (f"the threads do not hold the instruction's accumulator layout: register {i} of thread t "
-                        f"must be row 16 * (t // 32) + (t % 32) // 4 + {8 * ((i // 2) % 2)}, column "
-                        f"{8 * (i // 4)} + 2 * (t % 4) + {i % 2} of the 64 x {width} tile")
-            mapping.append(held[0])
+        a_start, b_start = int(a_at[0].min()), int(b_at[0].min())
+        rows = _position(a_element(a_start, np.arange(64), 0), a_at)
+        cols = _position(b_element(b_start, 0, np.arange(width)), b_at)
+        outside = np.argwhere((rows < 0) | (cols < 0))
+        if len(outside):
+            t, j = outside[0]
+            on_a = rows[t, j] < 0
+            return (f"thread {t} reads its {'A' if on_a else 'B'} operand outside the 64 x {width} "
+                    f"tile that one descriptor of {(a_load if on_a else b_load).buffer.name} reaches")
+        # per thread, the iteration that computes each (row, column) of the tile
+        iteration = np.full((WARPGROUP, 64 * width), -1)
+        iteration[np.broadcast_to(threads, shape), rows * width + cols] = np.arange(len(combos))
+        held = iteration[threads.reshape(1, -1), acc_rows * width + acc_cols]  # (register, thread)
+        wrong = np.flatnonzero((held < 0).any(axis=1) | (held != held[:, :1]).any(axis=1))
+        if len(wrong):
+            i = wrong[0]
+            return (f"the threads do not hold the instruction's accumulator layout: register {i} of thread t "
+                    f"must be row 16 * (t // 32) + (t % 32) // 4 + {8 * ((i // 2) % 2)}, column "
+                    f"{8 * (i // 4)} + 2 * (t % 4) + {i % 2} of the 64 x {width} tile")
+        mapping = [combos[j] for j in held[:, 0]]
         if register_combo is not None and mapping != register_combo:
             return "the threads' registers map to different loop iterations at different values of the outer loops"
         register_combo = mapping
-        for t in _K_CHECKED_THREADS:
-            for i, combo in enumerate(mapping):
-                r, c = accumulator_element(t, i)
-                for k in range(16):
-                    if a_of(t, *combo, k, *env) != a_element(a_start, r, k) or \
-                            b_of(t, *combo, k, *env) != b_element(b_start, k, c):
-                        return (f"thread {t} register {i} at k = {k} reads operand elements other than the ones "
-                                f"the descriptors' layout gives (A k-contiguous; B "
-                                f"{'n' if trans_b else 'k'}-contiguous)")
+        # along k, for a few threads: (thread, register, k)
+        checked = np.array(_K_CHECKED_THREADS).reshape(-1, 1, 1)
+        of_register = [np.array([combo[n] for combo in mapping]).reshape(1, -1, 1) for n in range(len(spatial))]
+        ks = np.arange(16).reshape(1, 1, -1)
+        r, c = accumulator_element(checked, registers.reshape(1, -1, 1))
+        full = (len(_K_CHECKED_THREADS), width // 2, 16)
+        differ = ((np.broadcast_to(a_of(checked, *of_register, ks, *env), full) != a_element(a_start, r, ks))
+                  | (np.broadcast_to(b_of(checked, *of_register, ks, *env), full) != b_element(b_start, ks, c)))
+        bad = np.argwhere(differ)
+        if len(bad):
+            t, i, k = bad[0]
+            return (f"thread {_K_CHECKED_THREADS[t]} register {i} at k = {k} reads operand elements other than the "
+                    f"ones the descriptors' layout gives (A k-contiguous; B {'n' if trans_b else 'k'}-contiguous)")
     first = register_combo[0]  # thread 0's register 0: row 0, column 0 of the tile
     sub = {f.var: IntImm(v) for f, v in zip(spatial, first)}
     a_start = simplify(substitute(a_load.index, {**sub, thread: IntImm(0), kk: IntImm(0)}))
@@ -188,6 +200,16 @@ def _match(store, a_load, b_load, trans_b, thread, kk, spatial, extents, width):
                 f"distances from one another")
     return WarpgroupMma(width, a_load.dtype, store.buffer, acc_index, a_load.buffer, a_start, layout_a[:2],
                         b_load.buffer, b_start, layout_b[:2], trans_b, (layout_a[2], layout_b[2]))
+
+
+def _position(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """For each of ``values``, the position of the equal key in ``keys`` (the last one,
+    were two equal), or -1 where none is."""
+    order = np.argsort(keys, kind="stable")
+    ordered = keys[order]
+    at = np.searchsorted(ordered, values, side="right") - 1
+    found = (at >= 0) & (ordered[np.clip(at, 0, None)] == values)
+    return np.where(found, order[np.clip(at, 0, None)], -1)
 
 
 # ---------------------------------------------------------------------------- ordering
