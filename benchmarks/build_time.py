@@ -1,7 +1,7 @@
 """Build time and registers of every example schedule, no GPU needed.
 
     python benchmarks/build_time.py [--shapes default,1000,4000] [--only warptiled,ffn]
-                                    [--json results.jsonl]
+                                    [--json results.jsonl] [--warm]
 
 For each schedule of each ``examples/*.py`` file (its ``SCHEDULES`` table, else its
 ``schedule``), at the file's default shape and at M = N = K = 1000 and 4000 (shapes that
@@ -12,7 +12,10 @@ and exits 1 if any build exceeds ``--limit`` seconds (default 5) or spills. A sc
 raises ``tc.ScheduleError`` at a shape (the tensor-core one needs K a multiple of 32) gets a
 row saying so.
 Each build runs in a fresh subprocess with an empty kernel cache, so that no build
-profits from an earlier one.
+profits from an earlier one. With ``--warm`` the subprocess first compiles a one-line
+kernel, so that the figure leaves out what a process pays once, at its first compile
+(importing ``numba.cuda`` and filling numba's registries: about a second here): what
+each further build costs, as in the auto-scheduler's build processes.
 """
 
 from __future__ import annotations
@@ -29,7 +32,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _child(path: str, name: str, shape: dict) -> None:
+def _warm_up() -> None:
+    """What a process pays at its first compile: numba.cuda's import and registries."""
+    from numba import cuda, uint32
+
+    def one_line(a):
+        a[0] = uint32(1)
+
+    cuda.compile_ptx(one_line, "void(uint32[:])", cc=(9, 0, "a"))
+
+
+def _child(path: str, name: str, shape: dict, warm: bool) -> None:
     """Build one schedule and print one JSON line per kernel (runs in the subprocess)."""
     sys.path.insert(0, str(ROOT))
     from tcomp.codegen.ptx import ptx_report
@@ -49,6 +62,8 @@ def _child(path: str, name: str, shape: dict) -> None:
     except ScheduleError as err:  # NOTE: a schedule that does not apply at this shape says so itself
         print(json.dumps({"refused": str(err)}))
         return
+    if warm:
+        _warm_up()
     start = time.perf_counter()
     reports = ptx_report(lower(s))
     seconds = time.perf_counter() - start
@@ -72,10 +87,12 @@ def main(argv=None) -> int:
     parser.add_argument("--limit", type=float, default=5.0, help="seconds a build may take (default 5)")
     parser.add_argument("--timeout", type=float, default=1200.0, help="seconds before a build is abandoned")
     parser.add_argument("--json", help="also append every row to this JSON-lines file")
-    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    parser.add_argument("--warm", action="store_true",
+                        help="leave out the process's first-compile costs (numba.cuda's import and registries)")
+    parser.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        _child(args.child[0], args.child[1], json.loads(args.child[2]))
+        _child(args.child[0], args.child[1], json.loads(args.child[2]), args.child[3] == "warm")
         return 0
 
     sys.path.insert(0, str(ROOT))
@@ -95,7 +112,8 @@ def main(argv=None) -> int:
             for spec in args.shapes.split(","):
                 shape = _shape(spec)
                 with tempfile.TemporaryDirectory() as cache:
-                    cmd = [sys.executable, __file__, "--child", str(path), name, json.dumps(shape)]
+                    cmd = [sys.executable, __file__, "--child", str(path), name, json.dumps(shape),
+                           "warm" if args.warm else "cold"]
                     try:
                         proc = subprocess.run(cmd, env={**env, "TCOMP_CACHE_DIR": cache}, capture_output=True,
                                               text=True, timeout=args.timeout)

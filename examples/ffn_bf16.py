@@ -37,9 +37,10 @@ def algorithm(M=1024, N=12288, K=4096):
 
 
 def schedule(s, out, **tile_overrides):
-    """Q in 128 x 128 blocks of two warpgroups of ``wgmma.m64n128k16`` (k steps of 64 in
-    3-stage cp.async rings in the 128-byte swizzle, the blocks of a column of blocks
-    launched together: ``gemm_bf16.wgmma_tiles_for``), C accumulated in each thread's
+    """Q in blocks of two warpgroups of wgmma (``gemm_bf16.wgmma_tiles_for``: at the default
+    shape 128 x 256 blocks of ``wgmma.m64n256k16``, k steps of 64 in 4-stage cp.async rings
+    in the 128-byte swizzle, the blocks of a column of blocks launched together), C
+    accumulated in each thread's
     registers; the bf16 rounding, SiLU and quantization inlined into the epilogue each
     thread runs on its accumulators. Where wgmma does not fit the shape (or with
     ``wgmma=0``), blocks of warp tiles of mma.sync tiles (``gemm_bf16.mma_tiles_for``);

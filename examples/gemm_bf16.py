@@ -1,20 +1,23 @@
 """A bfloat16 matrix product accumulated in float32, on the tensor cores: C = A @ W.
 
-The schedule tiles C into 128 x 128 blocks of two warpgroups, each computing a 64 x 128
-tile with Hopper's ``wgmma.mma_async.m64n128k16`` (``s[T].tensorize``): every thread
-holds the 64 accumulators the instruction's layout gives it, and each k step of 16 is one
+The schedule tiles C into 128 x 256 blocks of two warpgroups, each computing a 64 x 256
+tile with Hopper's ``wgmma.mma_async.m64n256k16`` (``s[T].tensorize``): every thread
+holds the 128 accumulators the instruction's layout gives it, and each k step of 16 is one
 instruction per warpgroup, reading A and W straight from shared memory. They are staged a
-k step of 64 at a time through 3-stage cp.async rings of 16-byte copies into tiles in the
+k step of 64 at a time through 4-stage cp.async rings of 16-byte copies into tiles in the
 128-byte swizzle (``storage_swizzle``), one k step's instructions left running while the
-next are issued (``tcomp.lower.warpgroup``). 0.284 ms at 4096^3 on the H200, 0.62x cuBLAS
-bf16 (BENCHMARKS.md). ``mma_sync`` is the same product on ``mma.sync.m16n8k16`` warp tiles
-fed by ldmatrix (0.442 ms, 0.40x).
+next are issued (``tcomp.lower.warpgroup``), so that the copies run two k steps ahead.
+0.229 ms at 4096^3 on the H200, 0.77x cuBLAS bf16 (BENCHMARKS.md). ``mma_sync`` is the
+same product on ``mma.sync.m16n8k16`` warp tiles fed by ldmatrix (0.451 ms, 0.39x).
 
     tcomp check examples/gemm_bf16.py
     tcomp bench examples/gemm_bf16.py          # on a GPU
 """
 
+import math
+
 import tcomp as tc
+from tcomp.cost.targets import H200
 from tcomp.search.rules import MMA_K, mma_warp_tiles, wgmma_tiles  # noqa: F401  (blocks, warp or warpgroup tiles)
 
 
@@ -60,17 +63,26 @@ def required_mma_tiles(M: int, N: int, K: int) -> dict:
     return tiles
 
 
-def wgmma_tiles_for(M: int, N: int, K: int) -> dict | None:
-    """``wgmma_tiles``' sizes for an M x N x K product: 128 x 128 blocks of two warpgroups
-    of ``wgmma.m64n128k16`` (64 rows or columns where the output has fewer than 128), k
-    steps of 64 in 3-stage cp.async rings in the 128-byte swizzle (two blocks an SM), one
-    k step's chain of instructions left running while the next is issued, the blocks of a
-    column launched together where the output is wider than tall (the fastest or within
-    5% of it of ``benchmarks/gemm_bf16.py``'s and ``benchmarks/ffn_bf16.py``'s variants on
-    the H200). None where M or N is under 64 or K is not a multiple of 64."""
+def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1) -> dict | None:
+    """``wgmma_tiles``' sizes for an M x N x K product (``stacked`` products sharing the A
+    tile, SwiGLU's two projections): blocks of two warpgroups of 128 rows (64 where the
+    output has fewer), k steps of 64 in cp.async rings in the 128-byte swizzle, one k
+    step's chain of instructions left running while the next is issued, the blocks of a
+    column launched together where the output is wider than tall. Where the output still
+    gives every SM a block and 4 stages of the tiles fit shared memory, 256 columns of
+    ``wgmma.m64n256k16`` in 4-stage rings (one block an SM, copies two k steps ahead);
+    else 128 columns (64 where the output has fewer) in 3-stage rings (two blocks an SM).
+    On the H200 the wide blocks took 0.229 ms at 4096^3 against 0.275 ms, and the FFN
+    projection 0.192 ms against 0.230 ms (``benchmarks/gemm_bf16.py``,
+    ``benchmarks/ffn_bf16.py --variant``). None where M or N is under 64 or K is not a
+    multiple of 64."""
     if M < 64 or N < 64 or K % 64:
         return None
-    return dict(BM=128 if M >= 128 else 64, BN=128 if N >= 128 else 64, BK=64, stages=3, rows_fastest=N > M)
+    BM, BK = (128 if M >= 128 else 64), 64
+    wide_ring = 4 * (BM + stacked * 256) * BK * 2  # bytes of bfloat16 tiles in 4 stages
+    if N >= 256 and wide_ring <= H200.smem_per_block and -(-M // BM) * -(-N // 256) >= H200.sms:
+        return dict(BM=BM, BN=256, BK=BK, stages=4, rows_fastest=N > M)
+    return dict(BM=BM, BN=128 if N >= 128 else 64, BK=BK, stages=3, rows_fastest=N > M)
 
 
 def uses_wgmma(M: int, N: int, K: int, overrides: dict) -> bool:
@@ -91,9 +103,10 @@ def tensor_core_tiles(s, out, product: str, a: str, b: str, tiles: dict, overrid
     ``--variant``) replace the sizes either way."""
     M, N = out.shape[-2:]
     K = s[product].op.reduce_axis[0].extent
+    stacked = math.prod(s[product].op.output.shape[:-2])
     sizes = {key: value for key, value in overrides.items() if key != "wgmma"}
     if uses_wgmma(M, N, K, overrides):
-        wgmma_tiles(s, out, product, a, b, **{**wgmma_tiles_for(M, N, K), **sizes})
+        wgmma_tiles(s, out, product, a, b, **{**wgmma_tiles_for(M, N, K, stacked), **sizes})
     else:
         mma_warp_tiles(s, out, product, a, b, **{**tiles, **sizes})
 

@@ -52,10 +52,11 @@ def algorithm(M=1024, N=12288, K=4096):
                       name="Q")
 
 
-#: the wgmma tiling of Z from 256 rows on: four warpgroups of 64 x 64 tiles (the two
-#: projections: 64 accumulators a thread), 4-stage rings (0.494 ms at 1024 x 12288 x 4096
-#: on the H200; 128 x 128 blocks 0.504 ms; BENCHMARKS.md)
-WGMMA_TILES = dict(BM=256, BN=64, stages=4)
+#: the wgmma tiling of Z from 256 rows on: two warpgroups of 64 x 128 tiles (the two
+#: projections: 128 accumulators a thread), 4-stage rings, so that the copies run two k
+#: steps ahead (0.457 ms at 1024 x 12288 x 4096 on the H200, against 0.487 ms for 256 x 64
+#: blocks in the same run, after the index simplification of the 11th session; BENCHMARKS.md)
+WGMMA_TILES = dict(BM=128, BN=128, stages=4)
 
 
 def schedule(s, out, **tile_overrides):
