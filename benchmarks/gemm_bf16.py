@@ -25,7 +25,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
+from timing import bf16_product_reference, time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
 
 #: (label, mma_warp_tiles keywords): variants of the example's tiling
 VARIANTS = [
@@ -73,12 +73,7 @@ def main(argv=None) -> int:
     from tcomp.search.rules import wgmma_tiles
 
     M, N, K = (int(x) for x in args.shape.split(","))
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)
-    w = torch.randn(K, N, device="cuda", generator=gen).to(torch.bfloat16)
-    want = a.double() @ w.double()
-    scale = a.double().abs() @ w.double().abs()
-    bound = 2 * K * 2.0 ** -24 * scale
+    a, w, want, scale, bound = bf16_product_reference(M, N, K)
     flops = 2.0 * M * N * K
 
     def tcomp_row(label, apply):

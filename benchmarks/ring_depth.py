@@ -26,7 +26,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
+from timing import bf16_product_reference, time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
 
 
 def ring_points(tiles, bks, stage_counts, smem_limit):
@@ -104,12 +104,7 @@ def main(argv=None) -> int:
     tiles = [tuple(int(v) for v in t.split("x")) for t in args.tiles.split(",")]
     points = ring_points(tiles, [int(b) for b in args.bk.split(",")], [int(v) for v in args.stages.split(",")],
                          H200.smem_per_block)
-    gen = torch.Generator(device="cuda").manual_seed(0)
-    a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)
-    w = torch.randn(K, N, device="cuda", generator=gen).to(torch.bfloat16)
-    want = a.double() @ w.double()
-    scale = a.double().abs() @ w.double().abs()
-    bound = 2 * K * 2.0 ** -24 * scale
+    a, w, want, scale, bound = bf16_product_reference(M, N, K)
     flops = 2.0 * M * N * K
     cublas = time_cuda_batched(lambda: torch.matmul(a, w), calls=args.calls)
     print(f"shape {M}x{N}x{K}: cuBLAS bf16 {cublas * 1e3:.3f} ms", flush=True)

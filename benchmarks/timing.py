@@ -101,6 +101,20 @@ def variant_label(overrides: dict) -> str:
     return " ".join(f"{k}={v}" for k, v in overrides.items())
 
 
+def bf16_product_reference(M: int, N: int, K: int):
+    """Seeded random bf16 A (M x K) and W (K x N) on the GPU, their product in float64, the
+    sum of |a w| of each output and the bound of a float32 sum of K exact products,
+    ``2 K 2^-24 sum_k |a_ik w_kj|``: ``(a, w, want, scale, bound)``."""
+    import torch
+
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)
+    w = torch.randn(K, N, device="cuda", generator=gen).to(torch.bfloat16)
+    want = a.double() @ w.double()
+    scale = a.double().abs() @ w.double().abs()
+    return a, w, want, scale, 2 * K * 2.0 ** -24 * scale
+
+
 def bf16_operands(M: int, K: int, weight_shape: tuple):
     """Seeded random bf16 inputs on the GPU: A (M x K) and weights of ``weight_shape``
     scaled by 1 / sqrt(K), so that the products stay near 1."""
