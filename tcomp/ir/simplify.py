@@ -78,14 +78,12 @@ def _divide(op: str, terms: dict, constant: int, d: int, ranges: Ranges | None, 
     base, rest_constant = constant - constant % d, constant % d
     if rest and ranges is None:
         return None
+    quotient = {k: v // d for k, v in multiples.items()}
     rest_range = _linear_range(rest, rest_constant, ranges) if rest else (rest_constant, rest_constant)
     if rest_range is not None and rest_range[0] // d == rest_range[1] // d:
         q = rest_range[0] // d
-        if op == "//":
-            return {k: v // d for k, v in multiples.items()}, base // d + q
-        return rest, rest_constant - q * d
+        return (quotient, base // d + q) if op == "//" else (rest, rest_constant - q * d)
     split = _common_factor(rest, rest_constant, d, ranges)
-    quotient = {k: v // d for k, v in multiples.items()}
     if split is None:  # nothing splits off R: Q / d + R // d and R % d
         if not multiples and not base:
             return None
