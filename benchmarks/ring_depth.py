@@ -97,7 +97,7 @@ def main(argv=None) -> int:
     import torch
 
     import tcomp as tc
-    from tcomp.cost.targets import H200
+    from tcomp.target import H200
     from tcomp.search.search import kendall_tau
 
     M, N, K = (int(x) for x in args.shape.split(","))

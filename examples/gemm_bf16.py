@@ -17,7 +17,7 @@ same product on ``mma.sync.m16n8k16`` warp tiles fed by ldmatrix (0.451 ms, 0.39
 import math
 
 import tcomp as tc
-from tcomp.cost.targets import H200
+from tcomp.target import H200
 from tcomp.search.rules import MMA_K, mma_warp_tiles, wgmma_tiles  # noqa: F401  (blocks, warp or warpgroup tiles)
 
 

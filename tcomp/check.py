@@ -35,7 +35,7 @@ class CheckReport:
         return "\n".join(lines)
 
 
-def check(s) -> CheckReport:
+def check(s, target=None) -> CheckReport:
     """Check schedule ``s`` against its algorithm's dependences (DESIGN.md section 2).
 
     Returns a :class:`CheckReport` for a legal schedule. Raises
@@ -44,28 +44,31 @@ def check(s) -> CheckReport:
     a data race between threads or blocks, an access outside a tensor), and the
     ``tc.ScheduleError``, ``tc.LoweringError`` or ``tc.CodegenError`` that ``tc.build``
     would raise for a schedule that cannot be lowered, launched or generated: a
-    schedule that ``check`` calls legal builds (only compiling remains).
+    schedule that ``check`` calls legal builds (only compiling remains). ``target`` is
+    the GPU whose instructions and limits count (a name of ``tcomp.target.target_names()``
+    or a ``Target``; default ``tcomp.target.DEFAULT_TARGET``).
     """
-    return checked_program(s)[0]
+    return checked_program(s, target)[0]
 
 
-def checked_program(s):
+def checked_program(s, target=None):
     """``(CheckReport, lowered Program, generated source)`` of a legal schedule that
     lowers, fits the target's launch limits and generates code; the errors of
     :func:`check` otherwise."""
-    from .build import check_resources
     from .codegen import program_source, simulator_enabled
     from .lower import lower
     from .poly import legality
+    from .target import check_resources, get_target
 
-    check_schedule(s)
+    gpu = get_target(target)
+    check_schedule(s, gpu)
     result = legality(s)
     if result.violations:
         err = IllegalScheduleError(result.violations[0].message())
         err.violation = result.violations[0]
         raise err
-    program = lower(s)
-    check_resources(program)
-    source = program_source(program, simulator_enabled())
+    program = lower(s, target=gpu)
+    check_resources(program, gpu)
+    source = program_source(program, simulator_enabled(), target=gpu)
     report = CheckReport(legal=True, reassociations=result.reassociations, recomputation=result.recomputation)
     return report, program, source

@@ -88,7 +88,7 @@ def test_rows_fastest_launches_a_column_of_blocks_together(rng):
 def test_bf16_tiles_count_two_bytes_of_shared_memory():
     """A ring of 3 bf16 tiles of 128 x (64 + 8) and 64 x (256 + 8) is 156,672 bytes, which
     fits (the check once counted 4 bytes an element and refused it); 5 stages do not."""
-    from tcomp.build import check_resources
+    from tcomp.target import check_resources
 
     tiles = dict(BM=128, BN=256, BK=64, WM=64, WN=64)
     check_resources(tc.lower(_example(128, 256, 64, **tiles, stages=3)))

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 import tcomp as tc
-from tcomp.build import MAX_BLOCK_DIMS, MAX_GRID_DIMS, MAX_LOCAL_BYTES_PER_THREAD, MAX_SHARED_BYTES_PER_BLOCK
+from tcomp.target import H200
 from workloads import elementwise_chain, poisoned
 
 
@@ -146,7 +146,7 @@ def test_shared_memory_over_the_limit_is_refused_at_build():
     """A 256x256 float32 tile of A in shared memory: 256 KiB, over the 227 KiB a block may
     have."""
     s, *_ = _tile_in_shared(256)
-    needles = ("k_C", f"{256 * 256 * 4} bytes of shared memory per block", f"the limit is {MAX_SHARED_BYTES_PER_BLOCK} bytes")
+    needles = ("k_C", f"{256 * 256 * 4} bytes of shared memory per block", f"the limit is {H200.smem_per_block} bytes")
     # the dependences hold, only the target's limit is in the way: tc.check refuses it as
     # tc.build does (check = build), with the same message, and not as an illegal schedule
     with pytest.raises(tc.ScheduleError) as info:
@@ -177,14 +177,14 @@ def test_block_dimension_z_over_its_limit_is_refused_at_build():
     O = tc.compute((4, 128), lambda i, j: X[i, j] * 2.0, name="O")
     s = tc.create_schedule(O)
     s[O].bind(s[O].axis[1], "threadIdx.z")
-    _refused_at_build(s, "k_O", "blockDim.z = 128", f"the limit of blockDim.z is {MAX_BLOCK_DIMS[2]}")
+    _refused_at_build(s, "k_O", "blockDim.z = 128", f"the limit of blockDim.z is {H200.max_block_dims[2]}")
 
 
 def test_grid_dimension_y_over_its_limit_is_refused_at_build():
     X, O = _vector(70000)
     s = tc.create_schedule(O)
     s[O].bind(s[O].axis[0], "blockIdx.y")
-    _refused_at_build(s, "k_O", "gridDim.y = 70000", f"the limit of gridDim.y is {MAX_GRID_DIMS[1]}")
+    _refused_at_build(s, "k_O", "gridDim.y = 70000", f"the limit of gridDim.y is {H200.max_grid_dims[1]}")
 
 
 def test_grid_dimension_x_may_be_large():
@@ -192,7 +192,7 @@ def test_grid_dimension_x_may_be_large():
     s = tc.create_schedule(O)
     s[O].bind(s[O].axis[0], "blockIdx.x")
     assert tc.lower(s).kernels[0].grid == (70000, 1, 1)
-    from tcomp.build import check_resources
+    from tcomp.target import check_resources
 
     check_resources(tc.lower(s))
 
@@ -206,7 +206,7 @@ def test_local_memory_over_the_limit_is_refused_at_build():
     io, ii = s[O].split(s[O].axis[0], 200000)
     s[P].compute_at(s[O], io)
     _refused_at_build(s, "k_O", "800000 bytes of local memory per thread",
-                      f"the limit is {MAX_LOCAL_BYTES_PER_THREAD} bytes")
+                      f"the limit is {H200.max_local_bytes_per_thread} bytes")
 
 
 # ---------------------------------------------------------------------- workload and schedule files

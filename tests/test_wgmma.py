@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 import tcomp as tc
-from tcomp.codegen.wgmma_layout import a_address, accumulator_element, b_address
+from tcomp.target.wgmma_layout import a_address, accumulator_element, b_address
 from tcomp.ir.expr import Var
 from tcomp.ir.stmt import Buffer, ProxyFence, WarpgroupFence, WarpgroupMma, WarpgroupWait
 from tcomp.ir.visitor import walk
 from tcomp.lower.nest import blocked_index
-from tcomp.lower.tensorize import index_function
+from tcomp.lower.matrix_operands import index_function
 from tcomp.lower.warpgroup import _operand_layout
 from tcomp.search.rules import wgmma_tiles
 from workloads import check_16_bit_product, fp8_steps, int_sentinel, json_from_a_process_without_the_simulator

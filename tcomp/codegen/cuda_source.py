@@ -32,19 +32,13 @@ from ..ir.simplify import simplify
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel,
                        Program, ProxyFence, Seq, Store, WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, rewrite, substitute, walk
+from ..target import get_target
+from ..target.storage import (NARROW_FLOATS, REGISTER_TYPE, STORAGE_TYPE, SWIZZLE_ALIGNMENT, VECTOR_BYTES,
+                              VECTOR_WIDTHS, allocated_buffers, element_bytes, shared_layout, storage_type,
+                              stored_as_bits)
 from . import nvvm_unroll
 from .exact_division import correction_is_exact, reciprocal_is_exact_on
 
-#: Numba scalar type used for values of each dtype in registers
-REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float32",
-                 "float8_e4m3": "float32", "int8": "int8", "int32": "int32"}
-#: Numba type of the elements of a global buffer of each dtype
-STORAGE_TYPE = {"float32": "float32", "bfloat16": "uint16", "float16": "uint16",
-                "float8_e4m3": "uint8", "int8": "int8", "int32": "int32"}
-_NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3")
-#: shared memory a kernel may declare statically; above it, the kernel's shared buffers
-#: are slices of dynamic shared memory (up to the GPU's per-block limit)
-MAX_STATIC_SHARED_BYTES = 48 * 1024
 #: elements a 32-bit index can address; larger buffers get 64-bit index arithmetic
 UINT32_ELEMENTS = 2**32
 
@@ -159,42 +153,15 @@ _RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8
              "VECTOR_ALIGNMENT", "UNROLL_LOOPS", "DYNAMIC_SHARED", "_cp_async4", "_cp_async8", "_cp_async16", "_cp_async_commit",
              "_CP_ASYNC_WAIT", "_mma_m16n8k16_bf16", "_mma_m16n8k16_f16", "_pack_bf16x2",
              "_pack_f16x2", "_load_pair"} | {f"_cp_async_wait_{n}" for n in range(8)}
-_RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in _NARROW_FLOATS}
-#: the numbers of lanes that ``vector_access`` provides, and the most bytes one access
-#: may move (128-bit loads and stores)
-#: (``vector_access`` defines one load and one store for each; NOTE: that module imports
-#: numba, which this one must not: ``tcomp demo`` selects the simulator before numba loads)
-VECTOR_WIDTHS = (2, 4, 8, 16)
-VECTOR_BYTES = 16
-#: where a swizzled shared buffer starts (its pattern repeats every 1024 bytes)
-SWIZZLE_ALIGNMENT = 1024
+_RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in NARROW_FLOATS}
 _RESERVED |= {f"_{verb}{width}" for verb in ("load", "store") for width in VECTOR_WIDTHS}
-#: bytes of one element of a buffer in memory, by dtype: in global and shared memory
-#: 16/8-bit floats are their bit patterns, in registers float32
-_GLOBAL_BYTES = {"float32": 4, "int32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3": 1, "int8": 1}
-_ON_CHIP_BYTES = {"float32": 4, "int32": 4, "bfloat16": 4, "float16": 4, "float8_e4m3": 4, "int8": 1}
-
-
-def stored_as_bits(buf) -> bool:
-    """Does ``buf`` hold a 16/8-bit float as its bit pattern (global and shared memory),
-    rather than as a float32 (registers)?"""
-    return buf.dtype in _NARROW_FLOATS and buf.scope in ("global", "shared")
-
-
-def storage_type(buf) -> str:
-    """The Numba type of ``buf``'s elements where it lives."""
-    return STORAGE_TYPE[buf.dtype] if stored_as_bits(buf) else REGISTER_TYPE[buf.dtype]
-
-
-def element_bytes(buf) -> int:
-    """Bytes of one element of ``buf`` where it lives."""
-    return (_GLOBAL_BYTES if buf.scope == "global" or stored_as_bits(buf) else _ON_CHIP_BYTES)[buf.dtype]
 
 
 class KernelWriter:
-    def __init__(self, kernel: Kernel, simulator: bool):
+    def __init__(self, kernel: Kernel, simulator: bool, target=None):
         self.kernel = kernel
         self.simulator = simulator
+        self.target = get_target(target)
         self.name = Namer(_RESERVED)
         self.lines: list[str] = []
         self.uses_narrow = False
@@ -310,7 +277,7 @@ class KernelWriter:
         return self.round_to(text, dtype)
 
     def round_to(self, text: str, dtype: str) -> str:
-        if dtype in _NARROW_FLOATS:
+        if dtype in NARROW_FLOATS:
             self.uses_narrow = True
             return f"_round_{dtype}({text})"
         return text
@@ -615,13 +582,11 @@ class KernelWriter:
         k = self.kernel
         params = [self.name(b, b.name) for b in k.params]
         body_lines_start = len(self.lines)
-        declared = []  # NOTE: a partitioned loop holds its buffers' Allocate once per part
-        for node in walk(k.body):
-            if isinstance(node, Allocate) and node.buffer not in declared:
-                declared.append(node.buffer)
+        declared = allocated_buffers(k)
         shared = [b for b in declared if b.scope == "shared"]
-        if not self.simulator and (shared_bytes(shared) > MAX_STATIC_SHARED_BYTES or any(b.swizzle for b in shared)):
-            self.declare_dynamic_shared(shared)
+        layout = shared_layout(shared)
+        if not self.simulator and (layout.total_bytes > self.target.max_static_shared_bytes or layout.swizzled):
+            self.declare_dynamic_shared(shared, layout)
         for b in declared:
             if b.scope == "shared" and self.dynamic_shared:
                 continue
@@ -634,16 +599,15 @@ class KernelWriter:
         head = [f"@cuda.jit(cache={not self.simulator})", f"def {k.name}({', '.join(params)}):"]
         return "\n".join(head + self.lines) + "\n"
 
-    def declare_dynamic_shared(self, shared: list) -> None:
-        """The shared buffers as slices of the block's dynamic shared memory, each on a
-        16-byte boundary: a block may have more than ``MAX_STATIC_SHARED_BYTES`` of it
-        (the module sets the function's limit and passes the size at every launch). With
-        a swizzled buffer among them (which must start on a 1024-byte boundary: the
-        swizzle permutes by address bits) the slices start after the first 1024-byte
-        boundary of the block's shared memory, 1024 bytes more allocated for that."""
-        aligned = any(b.swizzle for b in shared)
-        offset = 0
-        for b in shared:
+    def declare_dynamic_shared(self, shared: list, layout) -> None:
+        """The shared buffers as slices of the block's dynamic shared memory, where
+        ``layout`` (``tcomp.target.storage.shared_layout``) places them: a block may have
+        more than the target's ``max_static_shared_bytes`` of it (the module sets the
+        function's limit and passes the size at every launch). With a swizzled buffer
+        among them the slices start after the first 1024-byte boundary of the block's
+        shared memory, found at run time."""
+        aligned = layout.swizzled
+        for b, offset in zip(shared, layout.offsets):
             elem = element_bytes(b)
             base = f"_dynamic_shared_{storage_type(b)}"
             if base not in self.dynamic_bases:
@@ -652,14 +616,11 @@ class KernelWriter:
                 if aligned:
                     shift = self.warpgroup_intrinsic("_shared_alignment_shift", "shared_alignment_shift", None)
                     self.emit(f"{base}_shift = {shift}({base}, {self.constant(SWIZZLE_ALIGNMENT)})", 1)
-            if b.swizzle:
-                offset = -(-offset // SWIZZLE_ALIGNMENT) * SWIZZLE_ALIGNMENT
             start = offset // elem
             first = f"{base}_shift + {self.constant(start)}" if aligned else f"{start}"
             last = f"{base}_shift + {self.constant(start + b.size)}" if aligned else f"{start + b.size}"
             self.emit(f"{self.name(b, b.name)} = {base}[{first}:{last}]", 1)
-            offset += -(-b.size * elem // 16) * 16
-        self.dynamic_shared = offset + (SWIZZLE_ALIGNMENT if aligned else 0)
+        self.dynamic_shared = layout.total_bytes
 
 
 def _bit_copy(store: Store) -> bool:
@@ -677,11 +638,6 @@ def _lane_uniform_predicate(store: Store, loop: For) -> tuple:
         return True, predicate
     predicate = uniform_condition(predicate, loop.var, loop.extent)
     return predicate is not None, predicate
-
-
-def shared_bytes(buffers) -> int:
-    """Bytes of shared memory a block needs for ``buffers``."""
-    return sum(b.size * element_bytes(b) for b in buffers)
 
 
 def _clamped_within(e: Expr, lo: float, hi: float) -> bool:
@@ -707,7 +663,7 @@ def _reciprocal(e: Expr):
     constant ``c`` whose reciprocal gives the same quotient for every such ``x``
     (``exact_division.reciprocal_is_exact_on``); else None."""
     divisor = _constant_divisor(e)
-    if divisor is None or not isinstance(e.a, Cast) or e.a.value.dtype not in _NARROW_FLOATS:
+    if divisor is None or not isinstance(e.a, Cast) or e.a.value.dtype not in NARROW_FLOATS:
         return None
     if not reciprocal_is_exact_on(divisor, e.a.value.dtype):
         return None
@@ -746,9 +702,10 @@ def kernel_signature(kernel: Kernel) -> tuple:
     return tuple(getattr(types, STORAGE_TYPE[b.dtype])[::1] for b in kernel.params)
 
 
-def program_source(program: Program, simulator: bool) -> str:
-    """The Python source of a module holding one ``@cuda.jit`` function per kernel."""
-    writers = [KernelWriter(k, simulator) for k in program.kernels]
+def program_source(program: Program, simulator: bool, target=None) -> str:
+    """The Python source of a module holding one ``@cuda.jit`` function per kernel, for
+    ``target`` (default ``tcomp.target.DEFAULT_TARGET``)."""
+    writers = [KernelWriter(k, simulator, target) for k in program.kernels]
     kernels = [w.write() for w in writers]
     parts = [_PRELUDE_SIM if simulator else _PRELUDE_GPU]
     parts.append(_SILU.format(inline="" if simulator else ', inline="always"'))

@@ -21,7 +21,7 @@ from llvmlite import ir
 from numba import types
 from numba.cuda.extending import intrinsic
 
-from .cuda_source import VECTOR_WIDTHS
+from ..target.storage import VECTOR_WIDTHS
 
 
 def _element_pointer(context, builder, array_type, array, index):

@@ -18,7 +18,7 @@ and for B with ``trans_b`` (a row-major K x N tile, n contiguous in a block row)
 (k, n) is at ``start + (n // 8) * SBO + (k // 8) * LBO + (k % 8) * 16 + (n % 8) * 2``.
 
 Accumulator register i of thread t (0..127) of the warpgroup
-(``tcomp.codegen.wgmma_layout.accumulator_element``):
+(``tcomp.target.wgmma_layout.accumulator_element``):
 
     row = 16 * (t // 32) + (t % 32) // 4 + 8 * ((i // 2) % 2),  col = 8 * (i // 4) + 2 * (t % 4) + i % 2
 
@@ -54,7 +54,7 @@ from numba.cuda.extending import intrinsic
 from .narrow_floats import _asm
 from .vector_access import _element_pointer
 from .warp_mma import _exchange, _make_plain, _shared_address
-from .wgmma_layout import WARPGROUP, WGMMA_WIDTHS, a_address, accumulator_element, b_address
+from ..target.wgmma_layout import WARPGROUP, WGMMA_WIDTHS, a_address, accumulator_element, b_address
 
 _I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
 _KIND = {"bfloat16": "bf16", "float16": "f16"}

@@ -13,7 +13,7 @@ a predicted time on a target GPU; ``tcomp explain FILE`` prints it.
 
 from .analysis import KernelCounts, analyze_kernel
 from .model import Estimate, KernelEstimate, estimate, residency
-from .targets import H100, H200, RTX_A6000, RTX_PRO_6000, TARGETS, Target, get_target
+from ..target import H100, H200, RTX_A6000, RTX_PRO_6000, TARGETS, Target, get_target
 
 __all__ = ["Estimate", "KernelEstimate", "KernelCounts", "Target", "TARGETS", "H100", "H200", "RTX_A6000",
            "RTX_PRO_6000", "analyze_kernel", "estimate", "get_target", "residency"]

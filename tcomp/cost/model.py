@@ -49,7 +49,7 @@ import numpy as np
 
 from ..errors import TcompError
 from .analysis import BASE_REGISTERS, KernelCounts, analyze_kernel
-from .targets import Target, get_target
+from ..target import Target, get_target
 
 MiB = 1024 * 1024
 
@@ -393,7 +393,7 @@ def estimate(s, target="h200", regs_per_thread=None) -> Estimate:
     """The analytical cost of schedule ``s`` (or of an already lowered program) on ``target``.
 
     ``target`` is a name (``"h200"``, ``"h100"``, ``"rtx_a6000"``, ``"rtx_pro_6000"``) or a
-    :class:`~tcomp.cost.targets.Target` (``tc.cost.H100.replace(mem_latency_ns=1000)``).
+    :class:`~tcomp.target.Target` (``tc.cost.H100.replace(mem_latency_ns=1000)``).
     ``regs_per_thread`` overrides the register estimate (one int for every kernel, or a
     dict from kernel name to int), for when the compiler's figure is known.
 

@@ -22,6 +22,8 @@ from ..ir.expr import Load
 from ..ir.stmt import Buffer, Kernel, Program, Store
 from ..ir.visitor import walk
 from ..lang.tensor import Tensor
+from ..target import get_target
+from ..target.instructions import instruction_family
 from .bounds import BoundInference, check_bindings
 from .nest import NestBuilder
 from .passes import KERNEL_PASSES
@@ -37,8 +39,10 @@ def _root_of(stage) -> object:
     return stage
 
 
-def check_schedule(s) -> dict:
-    """Placement errors that no lowering could get around; returns stage -> kernel root."""
+def check_schedule(s, target=None) -> dict:
+    """Placement errors that no lowering could get around, and matrix instructions that
+    ``target`` (default: ``DEFAULT_TARGET``) lacks; returns stage -> kernel root."""
+    _check_instructions(s, get_target(target))
     kernel_of = {}
     for st in s.stages:
         if st.attach.kind == "inline":
@@ -62,11 +66,25 @@ def check_schedule(s) -> dict:
     return kernel_of
 
 
-def lower(s, trace=None, passes=KERNEL_PASSES) -> Program:
-    """The loop-nest IR of a schedule; ``print(tc.lower(s))`` shows it. ``passes``: the
-    kernel passes to run (``()`` gives the nests as built, which the polyhedral model
-    mirrors)."""
-    kernel_of = check_schedule(s)
+def _check_instructions(s, target) -> None:
+    """Refuse a ``tensorize`` onto an instruction family the target does not have."""
+    for st in s.stages:
+        for kind in st.annotations.values():
+            if not kind.startswith("tensorize"):
+                continue
+            intrinsic = kind.partition(".")[2] or "mma_m16n8k16"
+            family = instruction_family(intrinsic)
+            if family not in target.matrix_instructions:
+                raise ScheduleError(f"{st.name} is tensorized onto {intrinsic}, which the {target.name} does not "
+                                    f"have ({target.description}); it has "
+                                    f"{', '.join(target.matrix_instructions)}")
+
+
+def lower(s, trace=None, passes=KERNEL_PASSES, target=None) -> Program:
+    """The loop-nest IR of a schedule for ``target`` (a name or ``tcomp.target.Target``;
+    default ``DEFAULT_TARGET``); ``print(tc.lower(s))`` shows it. ``passes``: the kernel
+    passes to run (``()`` gives the nests as built, which the polyhedral model mirrors)."""
+    kernel_of = check_schedule(s, target)
     bounds = BoundInference(s)
     for st in kernel_of:
         bounds.layout(st)

@@ -41,7 +41,7 @@ from ..ir.lanes import is_multiple
 from ..ir.simplify import simplify
 from ..ir.stmt import Allocate, Buffer, For, FragmentLoad, Kernel, Seq, WarpMma
 from ..ir.visitor import free_vars, substitute
-from .tensorize import index_function, operand_load, sample_environments
+from .matrix_operands import index_function, operand_load, sample_environments
 
 #: 16-bit elements in one row of an ldmatrix matrix (16 bytes)
 _ROW = 8

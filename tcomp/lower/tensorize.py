@@ -24,21 +24,16 @@ variables, and refuses the schedule (``ScheduleError``) where they fail.
 
 from __future__ import annotations
 
-import random
 from dataclasses import replace
 
-import numpy as np
-
 from ..errors import ScheduleError
-from ..ir.expr import Binary, Cast, IntImm, Load, Var, binary
+from ..ir.expr import IntImm, Var, binary
 from ..ir.simplify import simplify
 from ..ir.stmt import Allocate, For, Kernel, Seq, Store, WarpMma
 from ..ir.visitor import free_vars, substitute
-from ..schedule.stage import wgmma_width
-
-#: what ``tensorize`` maps onto: (rows, columns, k) of one instruction
-MMA_SHAPE = (16, 8, 16)
-_OPERAND_DTYPES = ("bfloat16", "float16")
+from ..target.instructions import MMA_SHAPE, wgmma_width
+from .matrix_operands import index_function, multiply_add, operand_load, sample_environments
+from .warpgroup import warpgroup_mma
 
 
 def tensorize_loops(kernel: Kernel) -> Kernel:
@@ -57,8 +52,6 @@ def _visit(stmt, loops: tuple, kernel: Kernel):
         if stmt.kind == "tensorize":
             return _warp_mma(stmt, loops, kernel)
         if stmt.kind.startswith("tensorize."):
-            from .warpgroup import warpgroup_mma  # NOTE: that module builds on this one's operand helpers
-
             intrinsic = stmt.kind.partition(".")[2]
             return warpgroup_mma(stmt, loops, kernel, intrinsic, wgmma_width(intrinsic))
         return replace(stmt, body=_visit(stmt.body, loops + (stmt,), kernel))
@@ -111,36 +104,6 @@ def _warp_mma(loop: For, loops: tuple, kernel: Kernel) -> WarpMma:
                   "with A's operand independent of l % 4 and B's of l // 4, both in shared or global memory")
 
 
-def multiply_add(store: Store):
-    """``(accumulator load, (a, b))`` of ``acc[i] = acc[i] + a * b`` with ``a`` and ``b``
-    float32 casts of 16-bit float loads, or ``(None, None)``."""
-    value = store.value
-    if not (isinstance(value, Binary) and value.op == "+" and store.buffer.scope == "local"
-            and store.buffer.dtype == "float32"):
-        return None, None
-    for acc, product in ((value.a, value.b), (value.b, value.a)):
-        if isinstance(acc, Load) and acc.buffer is store.buffer and _same_index(acc.index, store.index) \
-                and isinstance(product, Binary) and product.op == "*":
-            factors = (product.a, product.b)
-            loads = [operand_load(f) for f in factors]
-            if None not in loads and loads[0].dtype == loads[1].dtype:
-                return acc, factors
-    return None, None
-
-
-def _same_index(a, b) -> bool:
-    return str(simplify(a)) == str(simplify(b))
-
-
-def operand_load(e):
-    """The 16-bit float load that ``e`` (a cast of it to float32) reads from memory every
-    lane can read, or None."""
-    inner = e.value if isinstance(e, Cast) and e.dtype == "float32" else e
-    if isinstance(inner, Load) and inner.dtype in _OPERAND_DTYPES and inner.buffer.scope in ("shared", "global"):
-        return inner
-    return None
-
-
 def _as_a(operand, lane: Var, rows: Var, cols: Var, kk: Var, extents: dict) -> bool:
     """Does A's index depend on the lane only through ``lane // 4``, and not on ``cols``?"""
     return _invariant(operand_load(operand).index, lane, rows, cols, kk, extents,
@@ -174,47 +137,6 @@ def _invariant(index, lane, rows, cols, kk, extents, canonical) -> bool:
     return True
 
 
-def sample_environments(variables: list, extents: dict) -> list:
-    """A few values of ``variables`` to check an index at: all zero, all at their last
-    iteration, and two drawn at random (the same on every run)."""
-    draw = random.Random(0)
-    samples = [[0] * len(variables), [extents[v] - 1 for v in variables]]
-    return samples + [[draw.randrange(extents[v]) for v in variables] for _ in range(2)]
-
-
-_PYTHON_OPS = {"+": "+", "-": "-", "*": "*", "//": "//", "%": "%", "^": "^"}
-
-
-def index_function(e, params: list, arrays: bool = False):
-    """``e`` (an integer index expression) as a Python function of ``params``, or None
-    when it is not made of integer arithmetic on them. With ``arrays`` the function also
-    takes numpy integer arrays (broadcast against one another) and returns one."""
-    names = {v: f"v{n}" for n, v in enumerate(params)}
-    extremes = {"min": "_minimum", "max": "_maximum"} if arrays else {"min": "min", "max": "max"}
-
-    def text(x) -> str:
-        if isinstance(x, IntImm):
-            return str(x.value)
-        if isinstance(x, Var) and x in names:
-            return names[x]
-        if isinstance(x, Binary) and x.op in ("min", "max"):
-            return f"{extremes[x.op]}({text(x.a)}, {text(x.b)})"
-        if isinstance(x, Binary) and x.op in _PYTHON_OPS:
-            return f"({text(x.a)} {_PYTHON_OPS[x.op]} {text(x.b)})"
-        raise _NotAnIndex(x)
-
-    try:
-        body = text(e)
-    except _NotAnIndex:
-        return None
-    # NOTE: built from IR nodes only
-    return eval(f"lambda {', '.join(names.values())}: {body}", {"_minimum": np.minimum, "_maximum": np.maximum})
-
-
-class _NotAnIndex(Exception):
-    pass
-
-
 def _instruction(store: Store, a, b, lane: Var, rows: Var, cols: Var, kk: Var, loop: For) -> WarpMma:
     """The WarpMma of a checked nest (see the module docstring for the substitutions)."""
     group, t = binary("//", lane, IntImm(4)), binary("%", lane, IntImm(4))
@@ -232,4 +154,4 @@ def _instruction(store: Store, a, b, lane: Var, rows: Var, cols: Var, kk: Var, l
     return WarpMma("mma_m16n8k16", operand_load(a).dtype, store.buffer, acc_index, a_values, b_values)
 
 
-__all__ = ["MMA_SHAPE", "index_function", "multiply_add", "operand_load", "sample_environments", "tensorize_loops"]
+__all__ = ["tensorize_loops"]

@@ -38,14 +38,14 @@ from itertools import product
 
 import numpy as np
 
-from ..codegen.wgmma_layout import WARPGROUP, a_address, accumulator_element, b_address
+from ..target.wgmma_layout import WARPGROUP, a_address, accumulator_element, b_address
 from ..errors import ScheduleError
 from ..ir.expr import IntImm, binary
 from ..ir.simplify import simplify
 from ..ir.stmt import (Allocate, Barrier, For, Kernel, ProxyFence, Seq, Stmt, Store, WarpgroupFence, WarpgroupMma,
                        WarpgroupWait)
 from ..ir.visitor import free_vars, substitute, walk
-from .tensorize import index_function, multiply_add, operand_load, sample_environments
+from .matrix_operands import index_function, multiply_add, operand_load, sample_environments
 
 #: element offsets of an operand's block rows: a core matrix is 8 x 8 16-bit values
 _CORE = (8, 8)

@@ -16,27 +16,13 @@ from dataclasses import dataclass
 from ..errors import ScheduleError
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..lang.tensor import IterVar
-
-#: the warp-wide instructions ``tensorize`` knows; and ``"wgmma_m64n{N}k16"`` for a
-#: multiple N of 8 up to 256 (warpgroup-wide, :func:`wgmma_width`)
-TENSOR_INTRINSICS = ("mma_m16n8k16",)
-
-
-def wgmma_width(intrinsic: str) -> int | None:
-    """N of an intrinsic named ``"wgmma_m64n{N}k16"`` (N a multiple of 8, 8..256), or None."""
-    head, tail = "wgmma_m64n", "k16"
-    if not (isinstance(intrinsic, str) and intrinsic.startswith(head) and intrinsic.endswith(tail)):
-        return None
-    digits = intrinsic[len(head):-len(tail)]
-    if not digits.isdigit() or int(digits) % 8 or not 8 <= int(digits) <= 256:
-        return None
-    return int(digits)
+from ..target.instructions import WARP_INSTRUCTIONS, instruction_family
 
 
 def tensorize_kind(intrinsic: str) -> str:
     """The loop kind that marks a tensorized loop: ``tensorize`` for mma.sync,
     ``tensorize.wgmma_m64n{N}k16`` for wgmma."""
-    return "tensorize" if intrinsic in TENSOR_INTRINSICS else f"tensorize.{intrinsic}"
+    return "tensorize" if intrinsic in WARP_INSTRUCTIONS else f"tensorize.{intrinsic}"
 from .trace import TraceEntry, user_call_site
 
 
@@ -353,9 +339,9 @@ class Stage:
 
         The instruction adds a k step's 16 products in its own order; ``tc.check``
         reports the reassociation."""
-        if intrinsic not in TENSOR_INTRINSICS and wgmma_width(intrinsic) is None:
+        if instruction_family(intrinsic) is None:
             raise ScheduleError(f"unknown tensor intrinsic {intrinsic!r}; available: "
-                                f"{', '.join(map(repr, TENSOR_INTRINSICS))} and 'wgmma_m64n<N>k16' for N a multiple "
+                                f"{', '.join(map(repr, WARP_INSTRUCTIONS))} and 'wgmma_m64n<N>k16' for N a multiple "
                                 f"of 8 from 8 to 256")
         problem = _not_a_16_bit_product(self.op)
         if problem:

@@ -1,11 +1,16 @@
-"""Target descriptions: the figures of each GPU that the cost model divides by.
+"""The GPUs tcomp knows: one frozen record per GPU, read by every layer.
 
-Every figure carries its source. "chapter" is the seed chapter (seeds/
-operators-and-runtime-chapter.txt), "worklog" the SGEMM worklog
-(seeds/sgemm-worklog.txt), "CUDA guide" the CUDA C++ Programming Guide's table of
-compute capabilities, "measured" a figure measured on the machine itself
-(shared/device/README.md). Where a seed calls a value "chosen for this section"
-(memory latency, loads in flight per warp) it is a modelling assumption, not a
+Lowering asks a record which matrix instructions exist, ``check_resources`` holds a
+lowered program to its launch limits, the code generator to its static shared-memory
+limit, the cost model divides by its rates and the search sizes its tiles by its
+register file and shared memory. A second GPU is a second record, not a second set of
+constants.
+
+Every figure carries its source: "chapter" and "worklog" are the two reference
+documents of docs/references.md, "CUDA guide" the CUDA C++ Programming Guide's table of
+compute capabilities, "measured" a figure measured on the machine itself with the
+benchmark named (docs/hardware.md). Where a reference calls a value "chosen for this
+section" (memory latency, loads in flight per warp) it is a modelling assumption, not a
 datasheet figure; the comment says so.
 
 A target is a frozen record: ``H100.replace(mem_latency_ns=1000)`` gives a variant
@@ -59,6 +64,16 @@ class Target:
     # how long a cp.async copy takes to land while the memory system streams matrix tiles
     # at full rate (what a ring's copies issued k steps ahead must cover); None: mem_latency_ns
     async_copy_latency_ns: float | None = None
+    # launch limits (CUDA guide: the same for compute capabilities 8.6 to 12.0)
+    max_block_dims: tuple = (1024, 1024, 64)  # blockDim.x, .y, .z
+    max_grid_dims: tuple = (2**31 - 1, 65535, 65535)  # gridDim.x, .y, .z
+    max_local_bytes_per_thread: int = 512 * KiB
+    # above this a kernel's shared buffers are declared as dynamic shared memory, which a
+    # launch must ask for (CUDA guide: 48 KB of static shared memory per block)
+    max_static_shared_bytes: int = 48 * KiB
+    device_memory_bytes: int = 80 * 10**9  # no buffer can be larger
+    # the families of matrix instructions ``tensorize`` may use (tcomp.target.instructions)
+    matrix_instructions: tuple = ("mma_m16n8k16",)
 
     def replace(self, **changes) -> "Target":
         """A copy of this target with some figures changed."""
@@ -123,6 +138,8 @@ H100 = Target(
     # 128x256 and 256x128 blocks at 4096^3 and 1024x12288x4096 alike (BENCHMARKS.md). A
     # latency under load, far above an idle load's (the H200's mem_latency_ns). A lead on the H100.
     async_copy_latency_ns=930.0,
+    device_memory_bytes=80 * 10**9,  # H100 SXM: 80 GB of HBM3
+    matrix_instructions=("mma_m16n8k16", "wgmma"),  # wgmma: compute capability 9.0a
 )
 
 H200 = H100.replace(
@@ -138,6 +155,7 @@ H200 = H100.replace(
     # order of published Hopper microbenchmarks for a load that misses L1, and it is what makes
     # this model reproduce the SGEMM ladder's coalesced rung measured on this machine (BENCHMARKS.md).
     mem_latency_ns=250.0,
+    device_memory_bytes=141 * 10**9,  # H200 datasheet: 141 GB of HBM3e
 )
 
 RTX_A6000 = Target(
@@ -165,6 +183,7 @@ RTX_A6000 = Target(
     mem_latency_ns=600.0,  # chapter 5.1.5's chosen value; no figure in the seeds for this card
     outstanding_loads_per_warp=4,  # chapter 5.1.5's chosen value
     launch_overhead_s=5e-6,  # chapter 5.5
+    device_memory_bytes=48 * 10**9,  # A6000 datasheet: 48 GB of GDDR6
 )
 
 RTX_PRO_6000 = Target(
@@ -192,6 +211,7 @@ RTX_PRO_6000 = Target(
     mem_latency_ns=600.0,  # chapter 5.1.5's chosen value; no figure in the seeds for this card
     outstanding_loads_per_warp=4,  # chapter 5.1.5's chosen value
     launch_overhead_s=5e-6,  # chapter 5.5
+    device_memory_bytes=96 * 10**9,  # datasheet: 96 GB of GDDR7
 )
 
 TARGETS = {t.name: t for t in (H200, H100, RTX_A6000, RTX_PRO_6000)}
@@ -199,16 +219,32 @@ _ALIASES = {"a6000": "rtx_a6000", "rtx-a6000": "rtx_a6000", "rtxa6000": "rtx_a60
             "rtx-pro-6000": "rtx_pro_6000", "pro6000": "rtx_pro_6000", "rtx_pro6000": "rtx_pro_6000"}
 
 
-def get_target(target) -> Target:
-    """A Target from a Target or a name (``"h200"``, ``"h100"``, ``"rtx_a6000"``, ``"rtx_pro_6000"``)."""
+#: the GPU tcomp generates code for unless told otherwise (the one this project measures on)
+DEFAULT_TARGET = H200
+
+
+def target_names() -> tuple:
+    """The names every command and function accepts for ``target=``, the default first."""
+    return tuple(TARGETS)
+
+
+def get_target(target=None) -> Target:
+    """A Target from a Target, a name (one of :func:`target_names`, any case; ``"a6000"``
+    for ``"rtx_a6000"``), or None / ``"cuda"`` for :data:`DEFAULT_TARGET`."""
+    if target is None:
+        return DEFAULT_TARGET
     if isinstance(target, Target):
         return target
     if isinstance(target, str):
         key = target.strip().lower()
+        if key == "cuda":
+            return DEFAULT_TARGET
         key = _ALIASES.get(key, key)
         if key in TARGETS:
             return TARGETS[key]
-    raise TcompError(f"unknown target {target!r}; the cost model knows {', '.join(TARGETS)}")
+    raise TcompError(f"unknown target {target!r}; tcomp knows {', '.join(target_names())} "
+                     f"(and 'cuda' for {DEFAULT_TARGET.name})")
 
 
-__all__ = ["Target", "TARGETS", "H200", "H100", "RTX_A6000", "RTX_PRO_6000", "get_target"]
+__all__ = ["DEFAULT_TARGET", "Target", "TARGETS", "H200", "H100", "RTX_A6000", "RTX_PRO_6000", "get_target",
+           "target_names"]
