@@ -27,6 +27,7 @@ import numpy as np
 from ..dtypes import is_float
 from ..errors import CodegenError, InternalError
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var, binary
+from ..ir.functions import SCALAR_FUNCTIONS, scalar_function
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel,
@@ -283,20 +284,12 @@ class KernelWriter:
         return text
 
     def call(self, e: Call) -> str:
-        x = self.value(e.args[0])
-        if e.name == "abs":
-            text = f"abs({x})"
-        elif e.name == "exp":
-            text = f"_exp({x})"
-        elif e.name == "sigmoid":
-            text = f"(float32(1.0) / (float32(1.0) + _exp(-{x})))"
-        elif e.name == "silu":
-            text = f"_silu({x})"
-        elif e.name == "round":
-            text = f"_rint({x})"
-        else:
-            raise CodegenError(f"unknown function {e.name}")
-        return self.round_to(text, e.dtype)
+        """A scalar function's device code (``tcomp.ir.functions``), rounded to its dtype."""
+        try:
+            fn = scalar_function(e.name)
+        except KeyError as err:
+            raise CodegenError(str(err.args[0])) from None
+        return self.round_to(fn.device_code(*(self.value(a) for a in e.args)), e.dtype)
 
     def cast(self, e: Cast) -> str:
         src, dst = e.value.dtype, e.dtype
@@ -686,14 +679,6 @@ def _fold_indices(e):
     return rewrite(e, lambda n: Load(n.buffer, simplify(n.index)) if isinstance(n, Load) else None)
 
 
-_SILU = '''
-
-@cuda.jit(device=True{inline})
-def _silu(x):
-    return x / (float32(1.0) + _exp(-x))
-'''
-
-
 def kernel_signature(kernel: Kernel) -> tuple:
     """The numba signature of a generated kernel: a 1-D C-contiguous array per parameter,
     of its buffer's storage type."""
@@ -708,7 +693,8 @@ def program_source(program: Program, simulator: bool, target=None) -> str:
     writers = [KernelWriter(k, simulator, target) for k in program.kernels]
     kernels = [w.write() for w in writers]
     parts = [_PRELUDE_SIM if simulator else _PRELUDE_GPU]
-    parts.append(_SILU.format(inline="" if simulator else ', inline="always"'))
+    inline = "" if simulator else ', inline="always"'
+    parts.extend(fn.helper.format(inline=inline) for fn in SCALAR_FUNCTIONS.values() if fn.helper)
     if any(w.uses_narrow for w in writers):
         parts.append(_NARROW_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_async for w in writers):

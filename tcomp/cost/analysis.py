@@ -50,12 +50,11 @@ from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var
+from ..ir.functions import scalar_function
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, Buffer, For, FragmentLoad, Kernel, Seq,
                        Store, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, walk
 
-#: instructions a call costs (SFU sequences, roughly)
-CALL_INSTRUCTIONS = {"exp": 2, "sigmoid": 5, "silu": 6, "abs": 1, "round": 1}
 #: registers a thread needs besides its local buffers: indices, pointers, loop counters
 BASE_REGISTERS = 14
 SECTOR = 32  # bytes
@@ -202,7 +201,7 @@ def _arith(e: Expr) -> tuple[float, float]:
                         fused.add(id(child))
                         break
         elif isinstance(n, Call):
-            instr += CALL_INSTRUCTIONS.get(n.name, 4)
+            instr += scalar_function(n.name).instructions
         elif isinstance(n, (Compare, Select)) and _is_float(getattr(n.a, "dtype", "")):
             instr += 1
         elif isinstance(n, Cast):

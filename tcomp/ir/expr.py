@@ -7,12 +7,14 @@ Grammar (every node is a frozen dataclass; identity is object identity)::
           | Binary(op, a, b)      op in + - * / // % max min
           | Compare(op, a, b)     op in < <= > >= == !=     (dtype "bool")
           | And(a, b)
-          | Call(name, args)      name in exp sigmoid silu abs round
+          | Call(name, args)      a scalar function of the table (see below)
           | Cast(dtype, value)    a rounding point
           | Select(cond, a, b)
           | Load(buffer, index)   flat load from an IR buffer (loop IR only)
+          | TensorRead(tensor, indices)   ``T[i, j]`` of a tensor (compute bodies only)
+          | Reduce(combiner, source, axes) combiner in sum max min (a compute's whole body)
 
-The language adds TensorRead and Reduce (``tcomp.lang.tensor``). Operands of a
+``Call``'s names are the keys of ``tcomp.ir.functions.SCALAR_FUNCTIONS``. Operands of a
 Binary always have the same dtype: the smart constructors insert explicit Casts,
 so that the reference evaluator and the code generator never promote types.
 Arithmetic on 16- and 8-bit floats is done in float32 and rounded to the
@@ -153,6 +155,32 @@ class Select(Expr):
 
     def __post_init__(self):
         object.__setattr__(self, "dtype", self.a.dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class TensorRead(Expr):
+    """An element ``tensor[indices]`` of a ``tcomp.lang`` tensor, in a compute's body."""
+
+    tensor: Any  # a tcomp.lang.tensor.Tensor
+    indices: tuple
+    dtype: str = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", self.tensor.dtype)
+
+
+@dataclass(frozen=True, eq=False)
+class Reduce(Expr):
+    """A reduction of ``source`` over ``axes`` (IterVars of kind "reduce"); only ever a
+    compute's whole body."""
+
+    combiner: str  # "sum", "max", "min"
+    source: Expr
+    axes: tuple
+    dtype: str = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", self.source.dtype)
 
 
 @dataclass(frozen=True, eq=False)

@@ -8,15 +8,13 @@ expression in the printout means one thing.
 
 from __future__ import annotations
 
-from .expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var
+from .expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Reduce, Select, TensorRead, Var
 
 _PREC = {"max": 100, "min": 100, "*": 20, "/": 20, "//": 20, "%": 20, "+": 10, "-": 10, "^": 5}
 
 
 def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str:
     """``e`` as text; ``names`` maps variables to the names they are shown with."""
-    from ..lang.tensor import Reduce, TensorRead  # the language's own nodes
-
     names = {} if names is None else names
 
     def sub(x, prec=0):

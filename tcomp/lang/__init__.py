@@ -1,8 +1,10 @@
 """The tensor language: what to compute."""
 
 from .evaluate import evaluate
-from .ops import abs, cast, clamp, exp, max, maximum, min, minimum, quantize, round, sigmoid, silu, sum
+from .ops import SCALAR_FUNCTION_API, cast, clamp, max, maximum, min, minimum, quantize, sum
 from .tensor import IterVar, Tensor, compute, placeholder, reduce_axis
 
-__all__ = ["evaluate", "abs", "cast", "clamp", "exp", "max", "maximum", "min", "minimum", "quantize",
-           "round", "sigmoid", "silu", "sum", "IterVar", "Tensor", "compute", "placeholder", "reduce_axis"]
+globals().update(SCALAR_FUNCTION_API)  # tc.exp, tc.silu, ...: one per entry of tcomp.ir.functions
+
+__all__ = ["evaluate", "cast", "clamp", "max", "maximum", "min", "minimum", "quantize", "sum", "IterVar", "Tensor",
+           "compute", "placeholder", "reduce_axis", *SCALAR_FUNCTION_API]

@@ -18,6 +18,7 @@ import numpy as np
 from ..dtypes import FP8_E4M3_MAX, INT_RANGE, host_dtype, is_float
 from ..errors import ArgumentError, LanguageError
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Select, Var
+from ..ir.functions import scalar_function
 from .tensor import ComputeOp, Reduce, Tensor, TensorRead, placeholders_of, tensor_inputs
 
 #: bound on elements materialized at once while evaluating a reduction
@@ -212,23 +213,18 @@ def _binary(e: Binary, a, b):
 
 
 def _call(e: Call, args):
-    x = args[0]
-    dtype = e.dtype
-    if e.name == "abs":
-        return np.abs(x)
-    xf = _f32(x)
+    """A scalar function's numpy reference (``tcomp.ir.functions``): on float32 operands,
+    rounded to the call's dtype, for a function of floats only; on the operands as they
+    are otherwise."""
+    try:
+        fn = scalar_function(e.name)
+    except KeyError as err:
+        raise LanguageError(str(err.args[0])) from None
+    if not fn.floats_only:
+        return fn.reference(*args)
     with np.errstate(over="ignore", invalid="ignore"):
-        if e.name == "exp":
-            r = np.exp(xf)
-        elif e.name == "sigmoid":
-            r = np.float32(1.0) / (np.float32(1.0) + np.exp(-xf))
-        elif e.name == "silu":
-            r = xf / (np.float32(1.0) + np.exp(-xf))
-        elif e.name == "round":
-            r = np.rint(xf)
-        else:
-            raise LanguageError(f"unknown function {e.name}")
-    return _as_dtype(r, dtype)
+        r = fn.reference(*(_f32(x) for x in args))
+    return _as_dtype(r, e.dtype)
 
 
 def cast_array(x, src: str, dst: str):

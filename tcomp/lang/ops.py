@@ -1,4 +1,10 @@
-"""Scalar functions and reductions of the tensor language."""
+"""Scalar functions and reductions of the tensor language.
+
+The functions of one operand or more that the code generator emits as calls (``tc.exp``,
+``tc.silu``, ...) are made from the table ``tcomp.ir.functions.SCALAR_FUNCTIONS``; the
+ones here are compositions of IR nodes (``tc.cast``, ``tc.clamp``, ``tc.quantize``) and
+the reductions.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,7 @@ from ..dtypes import FP8_E4M3_MAX, INT_RANGE, check_dtype, is_float
 from ..errors import LanguageError
 from ..ir.expr import Expr, as_expr, binary, call
 from ..ir.expr import cast as _cast
+from ..ir.functions import SCALAR_FUNCTIONS, ScalarFunction
 from .tensor import IterVar, Reduce
 
 
@@ -44,29 +51,24 @@ def _float(x) -> Expr:
     return e
 
 
-def exp(x) -> Expr:
-    """e ** x."""
-    return call("exp", _float(x))
+def _language_function(fn: ScalarFunction):
+    """The public ``tc.<name>`` of a scalar function of the table."""
+
+    def apply(*operands) -> Expr:
+        if len(operands) != fn.arity:
+            raise LanguageError(f"tc.{fn.name} takes {fn.arity} operand{'s' if fn.arity > 1 else ''}, "
+                                f"got {len(operands)}")
+        return call(fn.name, *(_float(x) if fn.floats_only else as_expr(x) for x in operands))
+
+    apply.__name__ = apply.__qualname__ = fn.name
+    apply.__doc__ = fn.doc
+    return apply
 
 
-def sigmoid(x) -> Expr:
-    """1 / (1 + exp(-x))."""
-    return call("sigmoid", _float(x))
-
-
-def silu(x) -> Expr:
-    """x * sigmoid(x), computed in float32 and rounded once to x's dtype."""
-    return call("silu", _float(x))
-
-
-def abs(x) -> Expr:  # noqa: A001
-    """|x|."""
-    return call("abs", as_expr(x))
-
-
-def round(x) -> Expr:  # noqa: A001
-    """Round half to even (numpy's rint)."""
-    return call("round", _float(x))
+#: ``tc.exp``, ``tc.silu``, ...: one public function for each entry of the table of
+#: scalar functions (``tcomp.ir.functions``), re-exported by ``tcomp`` itself
+SCALAR_FUNCTION_API = {name: _language_function(fn) for name, fn in SCALAR_FUNCTIONS.items()}
+globals().update(SCALAR_FUNCTION_API)
 
 
 def maximum(a, b) -> Expr:
@@ -94,7 +96,7 @@ def quantize(x, scale, dtype: str) -> Expr:
     scaled = binary("/", _cast(_float(x), "float32"), _cast(as_expr(scale), "float32"))
     if dtype == "int8":
         lo, hi = INT_RANGE["int8"]
-        return _cast(clamp(round(scaled), float(lo), float(hi)), "int8")
+        return _cast(clamp(call("round", scaled), float(lo), float(hi)), "int8")
     if dtype == "float8_e4m3":
         return _cast(clamp(scaled, -FP8_E4M3_MAX, FP8_E4M3_MAX), "float8_e4m3")
     raise LanguageError(f"tc.quantize supports 'int8' and 'float8_e4m3', not {dtype!r}")

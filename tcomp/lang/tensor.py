@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import inspect
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..call_site import user_call_site
 from ..dtypes import check_dtype
 from ..errors import LanguageError
-from ..ir.expr import Expr, IntImm, Var, as_expr
+from ..ir.expr import Expr, IntImm, Reduce, TensorRead, Var, as_expr
 from ..ir.visitor import walk
 
 _placeholder_counter = itertools.count()
@@ -30,27 +30,6 @@ class IterVar(Var):
 
     def __repr__(self) -> str:
         return f"IterVar({self.name}, {self.extent}, {self.kind})"
-
-
-@dataclass(frozen=True, eq=False)
-class TensorRead(Expr):
-    tensor: "Tensor"
-    indices: tuple
-    dtype: str = field(init=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "dtype", self.tensor.dtype)
-
-
-@dataclass(frozen=True, eq=False)
-class Reduce(Expr):
-    combiner: str  # "sum", "max", "min"
-    source: Expr
-    axes: tuple  # IterVars of kind "reduce"
-    dtype: str = field(init=False)
-
-    def __post_init__(self):
-        object.__setattr__(self, "dtype", self.source.dtype)
 
 
 class Tensor:

@@ -25,11 +25,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..errors import LoweringError, ScheduleError
-from ..ir.expr import Expr, IntImm, binary, compare
+from ..ir.expr import Expr, IntImm, TensorRead, binary, compare
 from ..ir.simplify import difference, simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Buffer
 from ..ir.visitor import substitute, walk
-from ..lang.tensor import TensorRead
 from ..schedule.stage import Split, Stage
 from .inline import expand_inline
 from .intervals import Interval, StridedInterval, interval, strided_interval, union, upper_bound

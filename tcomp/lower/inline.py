@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from ..ir.expr import TensorRead
 from ..ir.visitor import rewrite, substitute
-from ..lang.tensor import TensorRead
 
 
 def expand_inline(body, schedule):

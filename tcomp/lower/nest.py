@@ -11,11 +11,10 @@ from __future__ import annotations
 
 from ..dtypes import itemsize
 from ..errors import InternalError, LoweringError
-from ..ir.expr import Expr, FloatImm, IntImm, Load, binary, cast, logical_and
+from ..ir.expr import Expr, FloatImm, IntImm, Load, Reduce, TensorRead, binary, cast, logical_and
 from ..ir.simplify import simplify
 from ..ir.stmt import Allocate, AsyncCommit, AsyncWait, Barrier, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import free_vars, rewrite, substitute
-from ..lang.tensor import Reduce, TensorRead
 from ..schedule.stage import Stage
 from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers

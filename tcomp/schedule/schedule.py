@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from ..errors import ScheduleError, TcompError
+from ..ir.expr import TensorRead
 from ..ir.visitor import rewrite, walk
-from ..lang.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor, TensorRead, compute, tensor_inputs
+from ..lang.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor, compute, tensor_inputs
 from .stage import SCOPES, Stage, primitive
 from .trace import TracePrinter, user_call_site
 
@@ -208,7 +209,7 @@ class Schedule:
                                 f"{k.name}, got {parts!r} (divisors: {', '.join(map(str, divisors)) or 'none'})")
         from ..ir.expr import IntImm, binary
         from ..ir.visitor import substitute
-        from ..lang.tensor import Reduce
+        from ..ir.expr import Reduce
 
         name = self._unique_name(f"{tensor.name}_rf")
         old = stage.op

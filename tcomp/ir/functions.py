@@ -1,0 +1,83 @@
+"""The scalar functions of the language: one table that every layer reads.
+
+Each entry of ``SCALAR_FUNCTIONS`` says all there is to know of one function:
+
+- ``tc.<name>``, the public function, is made from it (``tcomp.lang.ops``), with its
+  ``doc`` as docstring and its ``arity``;
+- ``reference`` is the numpy code ``tc.evaluate`` runs, on float32 arrays for a
+  function of ``floats_only`` (and the result rounded to the call's dtype), on the
+  operands' own arrays otherwise;
+- ``device`` is the expression the code generator writes, ``{0}`` standing for the
+  first operand's code; it may call the helpers every generated module defines
+  (``_exp``, ``_rint``: ``tcomp.codegen.cuda_source``'s preludes) or a helper of its
+  own, whose definition is ``helper`` (``{inline}`` stands for the GPU's
+  ``, inline="always"``, empty in the simulator, so one text serves both);
+- ``instructions`` is what the cost model charges for one call, in issued
+  instructions of a thread (roughly: the special-function unit's sequence).
+
+A new function is one entry here plus its tests: ``tests/ir/test_functions.py`` checks
+that every entry has every part and that the code generator, the simulator and the
+reference agree on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class ScalarFunction:
+    """One scalar function of the language (see the module docstring)."""
+
+    name: str
+    arity: int
+    doc: str
+    reference: Callable
+    device: str
+    instructions: int
+    floats_only: bool = True
+    helper: str = ""
+
+    def device_code(self, *operands: str) -> str:
+        """The generated code of one call on the operands' code."""
+        return self.device.format(*operands)
+
+
+def _sigmoid(x):
+    return np.float32(1.0) / (np.float32(1.0) + np.exp(-x))
+
+
+def _silu(x):
+    return x / (np.float32(1.0) + np.exp(-x))
+
+
+_SILU_HELPER = '''
+
+@cuda.jit(device=True{inline})
+def _silu(x):
+    return x / (float32(1.0) + _exp(-x))
+'''
+
+SCALAR_FUNCTIONS = {f.name: f for f in (
+    ScalarFunction("exp", 1, "e ** x.", np.exp, "_exp({0})", 2),
+    ScalarFunction("sigmoid", 1, "1 / (1 + exp(-x)).", _sigmoid,
+                   "(float32(1.0) / (float32(1.0) + _exp(-{0})))", 5),
+    ScalarFunction("silu", 1, "x * sigmoid(x), computed in float32 and rounded once to x's dtype.", _silu,
+                   "_silu({0})", 6, helper=_SILU_HELPER),
+    ScalarFunction("abs", 1, "|x|.", np.abs, "abs({0})", 1, floats_only=False),
+    ScalarFunction("round", 1, "Round half to even (numpy's rint).", np.rint, "_rint({0})", 1),
+)}
+
+
+def scalar_function(name: str) -> ScalarFunction:
+    """The table's entry for ``name``; KeyError names the functions there are."""
+    try:
+        return SCALAR_FUNCTIONS[name]
+    except KeyError:
+        raise KeyError(f"no scalar function {name!r}; there are {', '.join(SCALAR_FUNCTIONS)}") from None
+
+
+__all__ = ["SCALAR_FUNCTIONS", "ScalarFunction", "scalar_function"]

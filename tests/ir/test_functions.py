@@ -1,0 +1,82 @@
+"""The table of scalar functions (``tcomp.ir.functions``): every entry complete, and the
+code generator (in the simulator), ``tc.evaluate`` and a float64 reference agree on
+each function."""
+
+import inspect
+import string
+
+import numpy as np
+import pytest
+
+import tcomp as tc
+from tcomp.codegen.cuda_source import program_source
+from tcomp.cost.analysis import analyze_kernel
+from tcomp.ir.functions import SCALAR_FUNCTIONS, scalar_function
+from workloads import check_float, run
+
+#: float64 definitions written from the math, independent of the table's references
+FLOAT64_DEFINITIONS = {
+    "exp": np.exp,
+    "sigmoid": lambda x: 1.0 / (1.0 + np.exp(-x)),
+    "silu": lambda x: x / (1.0 + np.exp(-x)),
+    "abs": np.abs,
+    "round": np.rint,
+}
+
+
+def test_every_function_has_a_float64_definition_here():
+    assert set(FLOAT64_DEFINITIONS) == set(SCALAR_FUNCTIONS)
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_FUNCTIONS))
+def test_every_entry_has_every_part(name):
+    fn = SCALAR_FUNCTIONS[name]
+    assert fn.name == name
+    assert fn.arity >= 1
+    assert fn.doc.strip()
+    assert callable(fn.reference)
+    assert fn.instructions >= 1
+    fields = {field for _, field, _, _ in string.Formatter().parse(fn.device) if field is not None}
+    assert fields == {str(i) for i in range(fn.arity)}, "device code names each operand once"
+    if fn.helper:
+        assert f"def _{name}(" in fn.helper.format(inline="")
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_FUNCTIONS))
+def test_every_entry_is_a_public_function(name):
+    public = getattr(tc, name)
+    assert public.__doc__ and SCALAR_FUNCTIONS[name].doc in public.__doc__
+    assert len(inspect.signature(public).parameters) == SCALAR_FUNCTIONS[name].arity
+
+
+def test_an_unknown_name_says_what_there_is():
+    with pytest.raises(KeyError, match="no scalar function 'rsqrt'; there are exp"):
+        scalar_function("rsqrt")
+
+
+def _unary(name, n=23):
+    X = tc.placeholder((n,), "float32", name="X")
+    O = tc.compute((n,), lambda i: getattr(tc, name)(X[i]), name="O")
+    return X, O
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_FUNCTIONS))
+def test_the_cost_model_charges_the_tables_count(name):
+    X, O = _unary(name)
+    plain = tc.compute((23,), lambda i: X[i], name="O")
+    charged = analyze_kernel(tc.lower(tc.create_schedule(O)).kernels[0]).thread_instructions
+    base = analyze_kernel(tc.lower(tc.create_schedule(plain)).kernels[0]).thread_instructions
+    assert charged - base == pytest.approx(23 * SCALAR_FUNCTIONS[name].instructions)
+
+
+@pytest.mark.parametrize("name", sorted(SCALAR_FUNCTIONS))
+def test_generated_code_evaluate_and_float64_agree(name, rng):
+    X, O = _unary(name)
+    x = rng.uniform(-6.0, 6.0, size=23).astype(np.float32)
+    x[:3] = [0.5, -2.5, 0.0]  # ties of round half to even
+    s = tc.create_schedule(O)
+    assert SCALAR_FUNCTIONS[name].device_code("x").split("(")[0] in program_source(tc.lower(s), simulator=True)
+    want = FLOAT64_DEFINITIONS[name](x.astype(np.float64))
+    evaluated = tc.evaluate(O, {X: x})
+    check_float(evaluated, want, rtol=2e-6, atol=1e-6)
+    check_float(run(s, [x]), want, rtol=2e-6, atol=1e-6)
