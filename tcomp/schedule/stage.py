@@ -13,9 +13,11 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from ..call_site import user_call_site
 from ..errors import ScheduleError
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..lang.tensor import IterVar
+from .trace import TraceEntry
 
 #: the warp-wide instructions ``tensorize`` knows; and ``"wgmma_m64n{N}k16"`` for a
 #: multiple N of 8 up to 256 (warpgroup-wide, :func:`wgmma_width`)
@@ -37,7 +39,6 @@ def tensorize_kind(intrinsic: str) -> str:
     """The loop kind that marks a tensorized loop: ``tensorize`` for mma.sync,
     ``tensorize.wgmma_m64n{N}k16`` for wgmma."""
     return "tensorize" if intrinsic in TENSOR_INTRINSICS else f"tensorize.{intrinsic}"
-from .trace import TraceEntry, user_call_site
 
 
 @dataclass(frozen=True)

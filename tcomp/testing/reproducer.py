@@ -8,7 +8,9 @@ from tcomp.testing.fuzz_workloads import FuzzWorkload
 
 def pending_call_source(s, pending) -> str:
     """The call in progress, in the notation of ``s.trace_source()``."""
-    from tcomp.schedule.trace import CallSite, TraceEntry, TracePrinter
+    from tcomp.call_site import CallSite
+    from tcomp.schedule.trace import TraceEntry
+    from tcomp.schedule.trace_source import TracePrinter
 
     printer = TracePrinter(s)
     printer.source(s.trace, with_sites=False)
