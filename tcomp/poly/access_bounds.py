@@ -6,7 +6,7 @@ guards that lowering adds for partial tiles count, so an access that only a guar
 instance would make is no violation. An index that is not affine (a data-dependent
 gather) cannot be checked here and is left to ``tc.evaluate``.
 
-A violation is a :class:`~tcomp.poly.legality.Violation` of kind ``"bounds"`` that blames
+A violation is a :class:`~tcomp.poly.violation.Violation` of kind ``"bounds"`` that blames
 the ``tc.compute`` that reads (or writes) out of bounds, with the dimension, the index
 range against the extent and one concrete instance.
 """
@@ -20,12 +20,11 @@ from . import explain as ex
 from .affine import NonAffine, aff
 from .algorithm import Algorithm, reads_of
 from .scheduled import ScheduledProgram
+from .violation import Violation
 
 
 def bounds_violations(s, alg: Algorithm, prog: ScheduledProgram) -> list:
     """One Violation per out-of-bounds access found (the first one of each stage)."""
-    from .legality import Violation
-
     found = []
     for stmt in alg.statements:
         executed = _executed(stmt, prog)

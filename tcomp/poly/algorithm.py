@@ -155,7 +155,8 @@ def algorithm(s) -> Algorithm:
     return Algorithm(tuple(statements), union)
 
 
-def _union(maps) -> isl.UnionMap:
+def union_of(maps) -> isl.UnionMap:
+    """The union of isl maps (or union maps)."""
     out = isl.UnionMap.empty(isl.Space.params_alloc(isl.DEFAULT_CONTEXT, 0))
     for m in maps:
         out = out.union(isl.UnionMap.from_map(m) if isinstance(m, isl.Map) else m)
@@ -164,7 +165,7 @@ def _union(maps) -> isl.UnionMap:
 
 def writes_of(alg: Algorithm, tensor=None) -> isl.UnionMap:
     """Every write (of ``tensor``, or of any tensor): instance -> element."""
-    return _union(st.write for st in alg.statements if tensor is None or st.stage.tensor is tensor)
+    return union_of(st.write for st in alg.statements if tensor is None or st.stage.tensor is tensor)
 
 
 def reads_in(alg: Algorithm, tensor=None, exclude_self: bool = False) -> isl.UnionMap:
@@ -175,7 +176,7 @@ def reads_in(alg: Algorithm, tensor=None, exclude_self: bool = False) -> isl.Uni
         for t, m in st.reads:
             if (tensor is None or t is tensor) and not (exclude_self and t is st.stage.tensor):
                 maps.append(m)
-    return _union(maps)
+    return union_of(maps)
 
 
 def value_flow(alg: Algorithm, tensor) -> isl.UnionMap:

@@ -135,6 +135,16 @@ def scheduled_program(s) -> ScheduledProgram:
     return _Builder(s).build()
 
 
+def same_context(inst: Instances) -> isl.Map:
+    """``{ x1 -> x2 }``: instances in one iteration of every loop outside the stage's own
+    (one copy of a producer computed at a consumer's loop) and in the same thread."""
+    dims = [lp.dim for lp in inst.loops]
+    ctx = dims[:len(dims) - inst.own]
+    name = inst.domain.get_tuple_name()
+    proj = isl.Map(f"{{ {name}[{', '.join(dims)}] -> [{', '.join(ctx)}] }}").intersect_domain(inst.domain)
+    return proj.apply_range(proj.reverse()).intersect(inst.coords.apply_range(inst.coords.reverse()))
+
+
 class _Builder:
     def __init__(self, s):
         self.s = s

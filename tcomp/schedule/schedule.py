@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from ..call_site import user_call_site
 from ..errors import ScheduleError, TcompError
 from ..ir.expr import TensorRead
 from ..ir.visitor import rewrite, walk
 from ..lang.tensor import ComputeOp, IterVar, PlaceholderOp, Tensor, compute, tensor_inputs
 from .stage import SCOPES, Stage, primitive
-from .trace import TracePrinter, user_call_site
+from .trace_source import TracePrinter
 
 
 def create_schedule(out) -> "Schedule":

@@ -13,17 +13,18 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+from ..call_site import user_call_site
 from ..errors import ScheduleError
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS
 from ..lang.tensor import IterVar
 from ..target.instructions import WARP_INSTRUCTIONS, instruction_family
+from .trace import TraceEntry
 
 
 def tensorize_kind(intrinsic: str) -> str:
     """The loop kind that marks a tensorized loop: ``tensorize`` for mma.sync,
     ``tensorize.wgmma_m64n{N}k16`` for wgmma."""
     return "tensorize" if intrinsic in WARP_INSTRUCTIONS else f"tensorize.{intrinsic}"
-from .trace import TraceEntry, user_call_site
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,57 @@ from __future__ import annotations
 import tcomp as tc
 
 
-def matmul_silu_quant(M: int, N: int, K: int, scale: float) -> tuple:
-    """``Q = quantize(silu(A @ W), scale, int8)`` in float32; C and Y are stages of
-    their own. Returns ``(A, W, C, Y, Q)``."""
+def matmul(M: int, N: int, K: int) -> tuple:
+    """``C[i, j] = sum_k A[i, k] * W[k, j]`` in float32. Returns ``(A, W, C)``."""
     A = tc.placeholder((M, K), "float32", name="A")
     W = tc.placeholder((K, N), "float32", name="W")
     k = tc.reduce_axis(K, name="k")
     C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    return A, W, C
+
+
+def matmul_silu_quant(M: int, N: int, K: int, scale: float) -> tuple:
+    """``Q = quantize(silu(A @ W), scale, int8)`` in float32; C and Y are stages of
+    their own. Returns ``(A, W, C, Y, Q)``."""
+    A, W, C = matmul(M, N, K)
     Y = tc.compute((M, N), lambda i, j: tc.silu(C[i, j]), name="Y")
     Q = tc.compute((M, N), lambda i, j: tc.quantize(Y[i, j], scale, "int8"), name="Q")
     return A, W, C, Y, Q
+
+
+def swiglu_quant(M: int, N: int, K: int, scale: float) -> tuple:
+    """``G = A @ Wg``, ``U = A @ Wu``, ``H = silu(G) * U``, ``Q = quantize(H, scale,
+    int8)`` in float32. Returns ``(A, Wg, Wu, G, U, H, Q)``."""
+    A = tc.placeholder((M, K), "float32", name="A")
+    Wg = tc.placeholder((K, N), "float32", name="Wg")
+    Wu = tc.placeholder((K, N), "float32", name="Wu")
+    kg = tc.reduce_axis(K, name="kg")
+    ku = tc.reduce_axis(K, name="ku")
+    G = tc.compute((M, N), lambda i, j: tc.sum(A[i, kg] * Wg[kg, j], axis=kg), name="G")
+    U = tc.compute((M, N), lambda i, j: tc.sum(A[i, ku] * Wu[ku, j], axis=ku), name="U")
+    H = tc.compute((M, N), lambda i, j: tc.silu(G[i, j]) * U[i, j], name="H")
+    Q = tc.compute((M, N), lambda i, j: tc.quantize(H[i, j], scale, "int8"), name="Q")
+    return A, Wg, Wu, G, U, H, Q
+
+
+def rowmax_quant(M: int, N: int) -> tuple:
+    """``R[i] = max_k |X[i, k]|``, ``Q[i, j] = quantize(X[i, j], R[i] / 127.0, int8)``.
+    Returns ``(X, R, Q)``."""
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    R = tc.compute((M,), lambda i: tc.max(tc.abs(X[i, k]), axis=k), name="R")
+    Q = tc.compute((M, N), lambda i, j: tc.quantize(X[i, j], R[i] / 127.0, "int8"), name="Q")
+    return X, R, Q
+
+
+def elementwise_chain(M: int, N: int) -> tuple:
+    """``B = X * 2 + Z``, ``S = silu(B)``, ``O = S * 0.5 - Z``. Returns ``(X, Z, B, S, O)``."""
+    X = tc.placeholder((M, N), "float32", name="X")
+    Z = tc.placeholder((M, N), "float32", name="Z")
+    B = tc.compute((M, N), lambda i, j: X[i, j] * 2.0 + Z[i, j], name="B")
+    S = tc.compute((M, N), lambda i, j: tc.silu(B[i, j]), name="S")
+    O = tc.compute((M, N), lambda i, j: S[i, j] * 0.5 - Z[i, j], name="O")
+    return X, Z, B, S, O
 
 
 def ffn_bf16(M: int, N: int, K: int, scale: float) -> tuple:

@@ -21,7 +21,9 @@ from hypothesis import strategies as st
 import tcomp as tc
 
 from ..codegen.ptx import ptx_report
-from .fuzz import WORKLOADS, draw_schedule, repro_source, workloads
+from .fuzz_workloads import WORKLOADS, workloads
+from .reproducer import repro_source
+from .schedule_drawer import draw_schedule
 
 
 def main(argv=None) -> int:

@@ -207,7 +207,8 @@ def test_the_counting_proof_of_a_complete_write():
     whose image lies in the box; the exact subtraction stays the fallback."""
     from dataclasses import replace
 
-    from tcomp.poly.legality import _box, _maps_onto_box, _written_before
+    from tcomp.poly.counting import box_set as _box, maps_onto_box as _maps_onto_box
+    from tcomp.poly.flow import _written_before
 
     sw = examples_module("swiglu_fp8")
     out = sw.algorithm(32, 64, 32)
