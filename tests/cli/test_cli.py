@@ -15,7 +15,7 @@ import pytest
 from tcomp import cli
 from tcomp.workload import WorkloadError, load_schedule, load_workload, parse_shape
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "matmul_silu_quant.py"
 
 SMALL_WORKLOAD = '''

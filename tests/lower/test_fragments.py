@@ -15,7 +15,7 @@ from tcomp.ir.stmt import For, FragmentLoad, WarpMma
 from test_tensorize import _one_warp
 from workloads import check_16_bit_product
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import gemm_bf16  # noqa: E402
 
 

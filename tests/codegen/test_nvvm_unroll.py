@@ -4,7 +4,7 @@ the generated source and NVVM unrolls them, so builds take seconds.
 The rewrite itself is checked on LLVM IR text here; the end-to-end check (offline PTX
 for sm_90a: the unrolled loops leave no branch, the serial loop stays, and the
 registers of a per-thread accumulator stay registers) runs in a subprocess without the
-CUDA simulator, as ``tests/test_ptx_examples.py`` does.
+CUDA simulator, as ``tests/codegen/test_ptx_examples.py`` does.
 """
 
 import json
@@ -20,7 +20,7 @@ import pytest
 from tcomp.codegen import nvvm_unroll
 from tcomp.errors import InternalError
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # the shape of numba-cuda's IR for one kernel with two nested loops (headers B20, B40)
 _IR = textwrap.dedent('''\

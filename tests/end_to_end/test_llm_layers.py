@@ -18,7 +18,7 @@ from tcomp.ir.stmt import For, FragmentLoad, WarpMma
 from tcomp.lang.evaluate import placeholders_of
 from workloads import fp8_steps, int_sentinel, json_from_a_process_without_the_simulator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import ffn_bf16  # noqa: E402
 import swiglu_fp8  # noqa: E402
 
@@ -35,7 +35,7 @@ def _inputs(out, rng):
 def _swiglu(M, N, K):
     out = swiglu_fp8.algorithm(M, N, K)
     s = tc.create_schedule(out)
-    swiglu_fp8.schedule(s, out, wgmma=0)  # mma.sync; tests/test_wgmma.py has wgmma
+    swiglu_fp8.schedule(s, out, wgmma=0)  # mma.sync; tests/lower/test_wgmma.py has wgmma
     return out, s
 
 
@@ -137,7 +137,7 @@ def test_the_decode_step_splits_k_and_matches_the_reference(rng):
 def test_the_layer_benchmarks_variant_option():
     """``--variant stages=4,rows_fastest=1`` becomes schedule overrides; anything but
     KEY=INTEGER items is refused with a message that says what it takes."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
     try:
         import timing
     finally:

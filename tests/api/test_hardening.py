@@ -5,10 +5,10 @@ and the limit.
 Covered elsewhere, not repeated here:
 - wrong number of arguments, wrong shape, wrong dtype, non-contiguous numpy arrays, an
   output aliasing an input (numpy), an argument that is not an array, device arrays in
-  the simulator: ``tests/test_module_args.py``;
-- more than 1024 threads per block: ``tests/test_bind.py``;
+  the simulator: ``tests/codegen/test_module_args.py``;
+- more than 1024 threads per block: ``tests/schedule/test_bind.py``;
 - a workload file that does not define ``algorithm``, a schedule file without
-  ``schedule`` or one that fails to replay, through the CLI: ``tests/test_cli.py``.
+  ``schedule`` or one that fails to replay, through the CLI: ``tests/cli/test_cli.py``.
 
 The determinism test at the end needs a GPU (``@pytest.mark.gpu``).
 """
@@ -251,7 +251,7 @@ def test_replay_of_a_trace_still_works():
 
 # ---------------------------------------------------------------------- determinism (GPU)
 
-_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples")
+_EXAMPLES = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "examples")
 
 #: (workload file, schedule function, shape): the example schedules at moderate shapes
 DETERMINISM_CASES = [

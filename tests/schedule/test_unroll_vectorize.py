@@ -34,7 +34,7 @@ def test_unroll_vectorize_golden():
 def test_unrolled_loop_is_flagged_for_nvvm_in_the_source():
     """An unrolled loop stays a loop of constant trip count in the source, flagged in
     UNROLL_LOOPS (one flag per ``for`` statement in source order) for NVVM to unroll;
-    tests/test_nvvm_unroll.py checks that the PTX has no loop left."""
+    tests/codegen/test_nvvm_unroll.py checks that the PTX has no loop left."""
     w = matmul(2, 3, 6)
     C = w["C"]
     s = w.schedule()

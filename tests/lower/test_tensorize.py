@@ -12,7 +12,7 @@ import tcomp as tc
 from tcomp.cost import H200
 from workloads import check_16_bit_product, json_from_a_process_without_the_simulator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import gemm_bf16  # noqa: E402
 
 

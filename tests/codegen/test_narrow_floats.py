@@ -51,7 +51,7 @@ def test_bfloat16_ffn_example_matches_evaluate(rng):
 
     from pathlib import Path
 
-    module = load_workload(str(Path(__file__).resolve().parents[1] / "examples" / "ffn_bf16.py")).module
+    module = load_workload(str(Path(__file__).resolve().parents[2] / "examples" / "ffn_bf16.py")).module
     Q = module.algorithm(M=32, N=32, K=24)
     s = tc.create_schedule(Q)
     module.schedule(s, Q)

@@ -13,7 +13,7 @@ from tcomp.ir.simplify import simplify
 from tcomp.lower.intervals import Interval, StridedInterval, strided_interval
 from workloads import check_float
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import sgemm_ladder as ladder  # noqa: E402
 
 w, r, t = Var("w"), Var("r"), Var("t")

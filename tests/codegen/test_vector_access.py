@@ -156,7 +156,7 @@ def _bf16_chain(M, N, lanes):
     import sys
     from pathlib import Path
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
     import silu_mul_quant
 
     out = silu_mul_quant.algorithm(M, N)
@@ -221,7 +221,7 @@ print(json.dumps({"ptx": report.ptx, "spills": report.spills}))
 @pytest.mark.skipif(__import__("shutil").which("ptxas") is None, reason="needs CUDA's ptxas on the PATH")
 def test_bfloat16_vector_loads_are_128_bit_in_the_ptx():
     """Eight bfloat16 lanes: one 128-bit load of X and of G, one 64-bit store of Q (in a
-    subprocess without the simulator, as tests/test_ptx_examples.py)."""
+    subprocess without the simulator, as tests/codegen/test_ptx_examples.py)."""
     import json
     import os
     import subprocess
@@ -229,7 +229,7 @@ def test_bfloat16_vector_loads_are_128_bit_in_the_ptx():
     from pathlib import Path
 
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    proc = subprocess.run([sys.executable, "-c", _PTX_OF_THE_CHAIN], cwd=Path(__file__).resolve().parents[1],
+    proc = subprocess.run([sys.executable, "-c", _PTX_OF_THE_CHAIN], cwd=Path(__file__).resolve().parents[2],
                           env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.splitlines()[-1])

@@ -35,7 +35,7 @@ def _examples_on_path():
     import os
     import sys
 
-    path = os.path.join(os.path.dirname(__file__), "..", "examples")
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "examples")
     sys.path.insert(0, path)
     yield
     sys.path.remove(path)

@@ -24,7 +24,7 @@ from tcomp.lower.warpgroup import _operand_layout
 from tcomp.search.rules import wgmma_tiles
 from workloads import check_16_bit_product, fp8_steps, int_sentinel, json_from_a_process_without_the_simulator
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import ffn_bf16  # noqa: E402
 import gemm_bf16  # noqa: E402
 import swiglu_fp8  # noqa: E402
