@@ -15,7 +15,7 @@ type the first time (``_impl_keys``), which the memo leaves in place. A failure 
 remembered: it raises as before. Outside the block, and for numba users other than
 tcomp in the same process, ``get_call_type`` behaves exactly as numba's own.
 
-``tests/test_typing_memo.py`` checks that the PTX of the example kernels is identical
+``tests/codegen/test_typing_memo.py`` checks that the PTX of the example kernels is identical
 with and without it.
 """
 

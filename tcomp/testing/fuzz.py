@@ -41,7 +41,7 @@ visibly wrong result (:mod:`tcomp.testing.simulator_chaos`).
 Bugs found and not fixed yet are listed in :data:`KNOWN_ISSUES`
 (:mod:`tcomp.testing.known_issues`): the fuzzer counts a case it recognizes apart
 ("known") instead of failing, and each has an ``xfail(strict=True)`` test in
-``tests/test_fuzz_regressions.py``.
+``tests/fuzz/test_fuzz_regressions.py``.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ failing."""
 from __future__ import annotations
 
 #: Bugs the fuzzer found that are not fixed yet, each with an ``xfail(strict=True)`` test
-#: in tests/test_fuzz_regressions.py. ``(name, situation, predicate)``: ``situation`` is
+#: in tests/fuzz/test_fuzz_regressions.py. ``(name, situation, predicate)``: ``situation`` is
 #: "false positive" (an illegal schedule whose result matched) or "wrong result" (a legal
 #: one whose result differs); ``predicate(wl, s, err_or_report, mod)`` recognizes the
 #: bug. The fuzzer counts a recognized case apart ("known") instead of failing; delete
@@ -17,7 +17,7 @@ def _race_in_a_kernel_with_barriers(wl, s, err, mod) -> bool:
     """A race reported on a tensor in device memory, between stages of a kernel that has
     barriers: the race check does not count a barrier that lowering placed for another
     buffer (a shared tile's fill) even where it orders the two accesses
-    (tests/test_fuzz_regressions.py, the xfail test of this issue)."""
+    (tests/fuzz/test_fuzz_regressions.py, the xfail test of this issue)."""
     from ..ir.stmt import Barrier
     from ..ir.visitor import walk
 
