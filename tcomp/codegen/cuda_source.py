@@ -18,6 +18,8 @@ then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
 
 from __future__ import annotations
 
+import ast
+import builtins
 import math
 import re
 import zlib
@@ -148,22 +150,30 @@ class Namer:
         return self.names[obj]
 
 
-_RESERVED = {"cuda", "math", "np", "float32", "float16", "int8", "int32", "uint8", "uint16", "uint32", "uint64",
-             "libdevice", "range", "min", "max", "abs", "_rint", "_exp", "_to_int32", "_silu",
-             "_round_clamp_int8", "_divide_round_clamp_int8",
-             "VECTOR_ALIGNMENT", "UNROLL_LOOPS", "DYNAMIC_SHARED", "_cp_async4", "_cp_async8", "_cp_async16", "_cp_async_commit",
-             "_CP_ASYNC_WAIT", "_mma_m16n8k16_bf16", "_mma_m16n8k16_f16", "_pack_bf16x2",
-             "_pack_f16x2", "_load_pair"} | {f"_cp_async_wait_{n}" for n in range(8)}
-_RESERVED |= {f"_{verb}_{dtype}" for verb in ("load", "store", "round") for dtype in NARROW_FLOATS}
-_RESERVED |= {f"_{verb}{width}" for verb in ("load", "store") for width in VECTOR_WIDTHS}
+#: the builtins a kernel may call (``range``, ``min``, ...): no variable takes their names
+_BUILTIN_NAMES = frozenset(name for name in dir(builtins) if not name.startswith("__"))
+
+
+def module_level_names(module_head: str) -> frozenset:
+    """The names a generated module binds outside its kernels (its imports, helpers and
+    constants), read from the code itself: the kernels' variables must not take them."""
+    names = set()
+    for node in ast.parse(module_head).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.FunctionDef):
+            names.add(node.name)
+    return frozenset(names)
 
 
 class KernelWriter:
-    def __init__(self, kernel: Kernel, simulator: bool, target=None):
+    def __init__(self, kernel: Kernel, simulator: bool, target=None, reserved=_BUILTIN_NAMES):
         self.kernel = kernel
         self.simulator = simulator
         self.target = get_target(target)
-        self.name = Namer(_RESERVED)
+        self.name = Namer(reserved)
         self.lines: list[str] = []
         self.uses_narrow = False
         self.uses_async = False  # cp.async copies, commits, waits
@@ -602,16 +612,18 @@ class KernelWriter:
         aligned = layout.swizzled
         for b, offset in zip(shared, layout.offsets):
             elem = element_bytes(b)
-            base = f"_dynamic_shared_{storage_type(b)}"
+            storage = storage_type(b)
+            base = self.name(("dynamic shared", storage), f"_dynamic_shared_{storage}")
+            base_shift = self.name(("dynamic shared shift", storage), f"{base}_shift")
             if base not in self.dynamic_bases:
                 self.dynamic_bases.add(base)
-                self.emit(f"{base} = cuda.shared.array(0, {storage_type(b)})", 1)
+                self.emit(f"{base} = cuda.shared.array(0, {storage})", 1)
                 if aligned:
                     shift = self.warpgroup_intrinsic("_shared_alignment_shift", "shared_alignment_shift", None)
-                    self.emit(f"{base}_shift = {shift}({base}, {self.constant(SWIZZLE_ALIGNMENT)})", 1)
+                    self.emit(f"{base_shift} = {shift}({base}, {self.constant(SWIZZLE_ALIGNMENT)})", 1)
             start = offset // elem
-            first = f"{base}_shift + {self.constant(start)}" if aligned else f"{start}"
-            last = f"{base}_shift + {self.constant(start + b.size)}" if aligned else f"{start + b.size}"
+            first = f"{base_shift} + {self.constant(start)}" if aligned else f"{start}"
+            last = f"{base_shift} + {self.constant(start + b.size)}" if aligned else f"{start + b.size}"
             self.emit(f"{self.name(b, b.name)} = {base}[{first}:{last}]", 1)
         self.dynamic_shared = layout.total_bytes
 
@@ -689,9 +701,28 @@ def kernel_signature(kernel: Kernel) -> tuple:
 
 def program_source(program: Program, simulator: bool, target=None) -> str:
     """The Python source of a module holding one ``@cuda.jit`` function per kernel, for
-    ``target`` (default ``tcomp.target.DEFAULT_TARGET``)."""
-    writers = [KernelWriter(k, simulator, target) for k in program.kernels]
+    ``target`` (default ``tcomp.target.DEFAULT_TARGET``).
+
+    The kernels' variables avoid every name the module binds around them: where one of
+    them took such a name (a tensor named ``_ldmatrix_x4``, say), the kernels are
+    written again with the module's names reserved, which changes only their variables."""
+    reserved = _BUILTIN_NAMES
+    while True:
+        head, kernels, names = _module_parts(program, simulator, target, reserved)
+        module_names = module_level_names(head) | {k.name for k in program.kernels}
+        if not names & module_names:
+            return head + "\n\n" + "\n\n".join(kernels)
+        if module_names <= reserved:
+            raise InternalError(f"kernel variables {sorted(names & module_names)} take module-level names")
+        reserved = reserved | module_names
+
+
+def _module_parts(program: Program, simulator: bool, target, reserved: frozenset) -> tuple:
+    """(the module's text before its kernels, the kernels' texts, the names of the
+    kernels' variables), the variables avoiding ``reserved``."""
+    writers = [KernelWriter(k, simulator, target, reserved) for k in program.kernels]
     kernels = [w.write() for w in writers]
+    variables = frozenset(name for w in writers for name in w.name.names.values())
     parts = [_PRELUDE_SIM if simulator else _PRELUDE_GPU]
     inline = "" if simulator else ', inline="always"'
     parts.extend(fn.helper.format(inline=inline) for fn in SCALAR_FUNCTIONS.values() if fn.helper)
@@ -719,7 +750,7 @@ def program_source(program: Program, simulator: bool, target=None) -> str:
     parts.append(_INDEX_CONSTANTS_COMMENT + definitions)
     unroll = {k.name: tuple(w.unroll_flags) for k, w in zip(program.kernels, writers)}
     parts.append(f"# unroll pragmas: nvvm_unroll version {nvvm_unroll.REWRITE_VERSION}\nUNROLL_LOOPS = {unroll!r}")
-    return "\n".join(parts) + "\n\n" + "\n\n".join(kernels)
+    return "\n".join(parts), kernels, variables
 
 
 #: index constants are module-level globals: numba freezes a global's value into the
