@@ -208,7 +208,7 @@ def test_bfloat16_and_int8_lanes_travel_as_vectors_of_their_bits(rng, lanes, loa
 
 _PTX_OF_THE_CHAIN = """
 import json, sys
-sys.path.insert(0, "tests")
+sys.path[:0] = ["tests", "tests/codegen"]
 import tcomp as tc
 from tcomp.codegen.ptx import ptx_report
 from test_vector_access import _bf16_chain

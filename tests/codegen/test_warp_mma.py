@@ -172,7 +172,7 @@ def test_a_warp_instruction_without_its_whole_warp_says_so(monkeypatch):
 
 _PTX = """
 import json, sys
-sys.path.insert(0, "tests")
+sys.path[:0] = ["tests", "tests/codegen"]
 from numba import cuda, float32, uint16, types
 from test_warp_mma import kernels
 out = {}

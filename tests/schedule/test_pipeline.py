@@ -187,7 +187,7 @@ def test_only_shared_tiles_can_be_pipelined():
 
 _ASSEMBLE = """
 import json, sys
-sys.path.insert(0, "tests")
+sys.path[:0] = ["tests", "tests/schedule"]
 import tcomp as tc
 from tcomp.codegen.ptx import ptx_report
 from test_pipeline import _pipelined
