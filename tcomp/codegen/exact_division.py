@@ -31,6 +31,8 @@ import os
 import ml_dtypes
 import numpy as np
 
+from .environment import cache_dir
+
 #: every value of each narrow float dtype, as float32
 _NARROW_DTYPES = {"bfloat16": (ml_dtypes.bfloat16, np.uint16), "float16": (np.float16, np.uint16),
                   "float8_e4m3": (ml_dtypes.float8_e4m3fn, np.uint8)}
@@ -94,7 +96,6 @@ def correction_is_exact(c: float) -> bool:
     c32 = np.float32(c)
     if not np.isfinite(c32) or c32 == 0 or abs(float(c32)) < 2.0**-100 or abs(float(c32)) > 2.0**100:
         return False
-    from .runtime import cache_dir
 
     path = cache_dir() / f"division-correction-v1-{int(c32.view(np.uint32)):08x}"
     try:

@@ -22,6 +22,7 @@ import threading
 
 from ..errors import ArgumentError, CodegenError
 from .driver import checked, driver
+from .environment import simulator_enabled
 
 _state = threading.local()
 
@@ -98,7 +99,6 @@ def graph(fn) -> Graph:
     tensors or numba device arrays): numpy arguments are copied for each call, which a
     graph cannot replay. Replays use the buffers of the capture.
     """
-    from .runtime import simulator_enabled
 
     if active_capture() is not None:
         raise CodegenError("tc.graph captures do not nest: a capture is already running on this thread")

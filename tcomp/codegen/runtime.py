@@ -12,7 +12,6 @@ import hashlib
 import importlib.util
 import os
 import sys
-from pathlib import Path
 
 import numpy as np
 
@@ -21,19 +20,9 @@ from ..errors import ArgumentError, CodegenError
 from ..ir.stmt import Program
 from . import nvvm_unroll
 from .cuda_source import kernel_signature
+from .environment import cache_dir, simulator_enabled
 from .graph import active_capture, graph
 from .launch import DriverKernel, DriverLaunch
-
-
-def simulator_enabled() -> bool:
-    return os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0")
-
-
-def cache_dir() -> Path:
-    root = os.environ.get("TCOMP_CACHE_DIR") or os.path.join(Path.home(), ".cache", "tcomp")
-    path = Path(root) / "kernels"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
 
 
 def import_source(source: str):
