@@ -2,13 +2,14 @@
 
 ``pytest tests/fuzz`` draws ``--fuzz-examples`` schedules (default 300, split evenly
 over the workloads) from a fixed seed (``--fuzz-seed``), so that CI runs the same
-schedules every time; ``pytest tests/fuzz --fuzz-examples 5000`` runs a longer
-search, ``--fuzz-seed random`` a different one each run.
+schedules every time; ``pytest -m long`` runs the long search of ``--fuzz-long-examples``
+schedules (default 3,000), ``--fuzz-seed random`` a different one each run.
 """
 
 import pytest
 
 DEFAULT_EXAMPLES = 300
+DEFAULT_LONG_EXAMPLES = 3000
 DEFAULT_SEED = 20240605
 
 
@@ -16,6 +17,8 @@ def pytest_addoption(parser):
     group = parser.getgroup("fuzz", "schedule fuzzer (tests/fuzz)")
     group.addoption("--fuzz-examples", type=int, default=DEFAULT_EXAMPLES,
                     help=f"schedules to draw in all, split over the workloads (default {DEFAULT_EXAMPLES})")
+    group.addoption("--fuzz-long-examples", type=int, default=DEFAULT_LONG_EXAMPLES,
+                    help=f"schedules the long run draws (``-m long``; default {DEFAULT_LONG_EXAMPLES})")
     group.addoption("--fuzz-seed", default=str(DEFAULT_SEED),
                     help=f"hypothesis seed (default {DEFAULT_SEED}); 'random' for a fresh one each run")
 
@@ -23,6 +26,11 @@ def pytest_addoption(parser):
 @pytest.fixture(scope="session")
 def fuzz_examples(request) -> int:
     return request.config.getoption("--fuzz-examples")
+
+
+@pytest.fixture(scope="session")
+def fuzz_long_examples(request) -> int:
+    return request.config.getoption("--fuzz-long-examples")
 
 
 @pytest.fixture(scope="session")

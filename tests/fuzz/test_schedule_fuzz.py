@@ -3,7 +3,8 @@
 
 See ``tcomp/testing/fuzz.py`` for what is drawn and what counts as a failure; the
 counts of legal, illegal and cleanly rejected schedules print at the end of the run.
-Run longer with ``pytest tests/fuzz --fuzz-examples 5000``.
+The fast suite draws ``--fuzz-examples`` schedules; ``pytest -m long`` draws
+``--fuzz-long-examples`` (3,000) from the same seed.
 """
 
 import math
@@ -27,9 +28,10 @@ pytestmark = [pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWar
 NAMES = list(WORKLOADS)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_random_schedules_match_the_reference(name, fuzz_examples, fuzz_seed):
-    examples = max(1, math.ceil(fuzz_examples / len(NAMES)))
+def _fuzz(name: str, schedules: int, seed) -> None:
+    """Draw ``schedules`` (split over the workloads) random schedules of workload ``name``
+    and hold each to the reference (``fuzz_one``)."""
+    examples = max(1, math.ceil(schedules / len(NAMES)))
 
     @settings(max_examples=examples, deadline=None, database=None, derandomize=False,
               suppress_health_check=list(HealthCheck), print_blob=True)
@@ -37,6 +39,18 @@ def test_random_schedules_match_the_reference(name, fuzz_examples, fuzz_seed):
     def prop(data):
         fuzz_one(data, name)
 
-    if fuzz_seed is not None:
-        prop = hypothesis.seed(fuzz_seed + NAMES.index(name))(prop)
+    if seed is not None:
+        prop = hypothesis.seed(seed + NAMES.index(name))(prop)
     prop()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_random_schedules_match_the_reference(name, fuzz_examples, fuzz_seed):
+    _fuzz(name, fuzz_examples, fuzz_seed)
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("name", NAMES)
+def test_a_long_run_of_random_schedules_matches_the_reference(name, fuzz_long_examples, fuzz_seed):
+    """The long run (``pytest -m long``; CI runs it after the fast suite)."""
+    _fuzz(name, fuzz_long_examples, fuzz_seed)
