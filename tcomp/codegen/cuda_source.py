@@ -18,10 +18,7 @@ then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
 
 from __future__ import annotations
 
-import ast
-import builtins
 import math
-import re
 import zlib
 
 import numpy as np
@@ -40,136 +37,19 @@ from ..target.storage import (NARROW_FLOATS, REGISTER_TYPE, STORAGE_TYPE, SWIZZL
                               VECTOR_WIDTHS, allocated_buffers, element_bytes, shared_layout, storage_type,
                               stored_as_bits)
 from . import nvvm_unroll
-from .exact_division import correction_is_exact, reciprocal_is_exact_on
+from .exact_division import correction_is_exact
+from .module_text import (ASYNC_IMPORTS, INDEX_CONSTANTS_COMMENT, MMA_IMPORTS, NARROW_IMPORTS, PRELUDE_GPU,
+                          PRELUDE_SIM, VECTOR_IMPORTS, warpgroup_definitions)
+from .names import BUILTIN_NAMES, Namer, module_level_names
+from .value_patterns import clamped_within, constant_divisor, exact_reciprocal, rounded_and_clamped
 
 #: elements a 32-bit index can address; larger buffers get 64-bit index arithmetic
 UINT32_ELEMENTS = 2**32
 
-_PRELUDE_GPU = '''\
-import math
-from numba import cuda, float32, int8, int32, uint8, uint16, uint32, uint64
-from numba.cuda import libdevice
-
-
-@cuda.jit(device=True, inline="always")
-def _rint(x):
-    return libdevice.rintf(x)
-
-
-@cuda.jit(device=True, inline="always")
-def _exp(x):
-    return math.exp(x)
-
-
-@cuda.jit(device=True, inline="always")
-def _to_int32(x):
-    return int32(x)  # cvt.rzi.s32.f32: saturating, NaN -> 0
-
-
-@cuda.jit(device=True, inline="always")
-def _round_clamp_int8(x, lo, hi):
-    # int8(min(max(rint(x), lo), hi)) without the conversion unit (a quarter of the FMA
-    # rate): adding 1.5 * 2^23 rounds x to an integer, to nearest even, in the sum's low
-    # mantissa bits (exactly for |x| < 2^22; beyond, the clamp decides either way), the
-    # clamp runs on the sum, and the sum's bits less those of 1.5 * 2^23 are the integer.
-    # NaN gives lo, as max.f32 does in the plain expression.
-    r = min(max(x + float32(12582912.0), lo + float32(12582912.0)), hi + float32(12582912.0))
-    return int8(libdevice.float_as_int(r) - int32(0x4B400000))
-
-
-@cuda.jit(device=True, inline="always")
-def _divide_round_clamp_int8(x, c, r, lo, hi):
-    # _round_clamp_int8(x / c) for a constant c whose reciprocal r passes
-    # exact_division.correction_is_exact: the correctly rounded quotient from one
-    # multiplication and two FMAs instead of div.rn.f32. q0 is clamped to 2^23 first, so
-    # that a huge x cannot make inf - inf (the int8 clamp decides those anyway).
-    q0 = min(max(x * r, float32(-8388608.0)), float32(8388608.0))
-    return _round_clamp_int8(libdevice.fmaf(libdevice.fmaf(-q0, c, x), r, q0), lo, hi)
-'''
-
-_PRELUDE_SIM = '''\
-import math
-import numpy as np
-from numba import cuda, float32, int8, int32, uint8, uint16, uint32, uint64
-
-
-def _rint(x):
-    return float32(np.rint(x))
-
-
-def _exp(x):
-    with np.errstate(over="ignore"):
-        return float32(np.exp(np.float32(x)))
-
-
-def _to_int32(x):
-    # the GPU's cvt.rzi.s32.f32: toward zero, saturating, NaN -> 0
-    if x != x:
-        return int32(0)
-    return int32(min(max(np.trunc(np.float64(x)), -2147483648.0), 2147483647.0))
-
-
-def _round_clamp_int8(x, lo, hi):
-    return int8(min(max(_rint(x), lo), hi))
-
-
-def _divide_round_clamp_int8(x, c, r, lo, hi):
-    return _round_clamp_int8(float32(np.float32(x) / np.float32(c)), lo, hi)
-'''
-
-_NARROW_IMPORTS = """
-from tcomp.codegen.narrow_floats import (
-    {p}round_bfloat16 as _round_bfloat16, {p}round_float16 as _round_float16,
-    {p}round_float8_e4m3 as _round_float8_e4m3, {p}load_bfloat16 as _load_bfloat16,
-    {p}store_bfloat16 as _store_bfloat16, {p}load_float16 as _load_float16,
-    {p}store_float16 as _store_float16, {p}load_float8_e4m3 as _load_float8_e4m3,
-    {p}store_float8_e4m3 as _store_float8_e4m3)
-"""
-
-
-#: the names of index constants (``KernelWriter.constant``), which no variable may take
-_CONSTANT_NAME = re.compile(r"_u(32|64)_\d+")
-
-
-class Namer:
-    """Unique Python identifiers for the variables and buffers of one kernel."""
-
-    def __init__(self, reserved=()):
-        self.names: dict = {}
-        self.taken = set(reserved)
-
-    def __call__(self, obj, base: str) -> str:
-        if obj not in self.names:
-            name = base if base.isidentifier() else "v"
-            candidate, n = name, 1
-            while candidate in self.taken or _CONSTANT_NAME.fullmatch(candidate):
-                n += 1
-                candidate = f"{name}_{n}"
-            self.taken.add(candidate)
-            self.names[obj] = candidate
-        return self.names[obj]
-
-
-#: the builtins a kernel may call (``range``, ``min``, ...): no variable takes their names
-_BUILTIN_NAMES = frozenset(name for name in dir(builtins) if not name.startswith("__"))
-
-
-def module_level_names(module_head: str) -> frozenset:
-    """The names a generated module binds outside its kernels (its imports, helpers and
-    constants), read from the code itself: the kernels' variables must not take them."""
-    names = set()
-    for node in ast.parse(module_head).body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
-        elif isinstance(node, ast.Assign):
-            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
-        elif isinstance(node, ast.FunctionDef):
-            names.add(node.name)
-    return frozenset(names)
 
 
 class KernelWriter:
-    def __init__(self, kernel: Kernel, simulator: bool, target=None, reserved=_BUILTIN_NAMES):
+    def __init__(self, kernel: Kernel, simulator: bool, target=None, reserved=BUILTIN_NAMES):
         self.kernel = kernel
         self.simulator = simulator
         self.target = get_target(target)
@@ -272,7 +152,7 @@ class KernelWriter:
     def binary(self, e: Binary) -> str:
         dtype = e.a.dtype
         a, b = self.value(e.a), self.value(e.b)
-        reciprocal = _reciprocal(e)
+        reciprocal = exact_reciprocal(e)
         if reciprocal is not None:
             return f"({a} * float32({reciprocal!r}))"
         if e.op in ("max", "min"):
@@ -314,7 +194,7 @@ class KernelWriter:
             return self.round_to(x, dst) if dst != src else x
         if is_float(src):
             if dst == "int8":
-                if _clamped_within(e.value, -128.0, 127.0):
+                if clamped_within(e.value, -128.0, 127.0):
                     return f"int8({x})"
                 return f"int8(min(max({x}, float32(-128.0)), float32(127.0)))"
             return f"_to_int32({x})"
@@ -323,14 +203,14 @@ class KernelWriter:
     def int8_quantize(self, e: Expr) -> str | None:
         """``tc.quantize``'s int8 (``e`` rounded and clamped already) on the FMA pipe, by a
         constant scale through the corrected reciprocal; None when ``e`` is not that."""
-        rounded = _rounded_and_clamped(e, -128.0, 127.0)
+        rounded = rounded_and_clamped(e, -128.0, 127.0)
         if rounded is None:
             return None
         value, lo, hi = rounded
         bounds = f"float32({lo!r}), float32({hi!r})"
-        if _reciprocal(value) is not None:
+        if exact_reciprocal(value) is not None:
             return f"_round_clamp_int8({self.value(value)}, {bounds})"  # a multiplication: see binary()
-        divisor = _constant_divisor(value)
+        divisor = constant_divisor(value)
         if divisor is not None and correction_is_exact(divisor):
             reciprocal = float(np.float32(1.0) / np.float32(divisor))
             return (f"_divide_round_clamp_int8({self.value(value.a)}, float32({divisor!r}), "
@@ -645,47 +525,6 @@ def _lane_uniform_predicate(store: Store, loop: For) -> tuple:
     return predicate is not None, predicate
 
 
-def _clamped_within(e: Expr, lo: float, hi: float) -> bool:
-    """Is ``e`` ``min(max(x, a), b)`` with ``lo <= a`` and ``b <= hi``? Then clamping it to
-    [lo, hi] again changes nothing, NaN included (a clamp is idempotent)."""
-    if not (isinstance(e, Binary) and e.op == "min" and isinstance(e.b, FloatImm) and e.b.value <= hi):
-        return False
-    inner = e.a
-    return isinstance(inner, Binary) and inner.op == "max" and isinstance(inner.b, FloatImm) and \
-        inner.b.value >= lo
-
-
-def _constant_divisor(e: Expr):
-    """``c`` when ``e`` is a float32 ``x / c`` with ``c`` a constant; else None."""
-    if not (isinstance(e, Binary) and e.op == "/" and e.dtype == "float32"):
-        return None
-    b = e.b.value if isinstance(e.b, Cast) else e.b
-    return float(b.value) if isinstance(b, FloatImm) else None
-
-
-def _reciprocal(e: Expr):
-    """``RN(1/c)`` when ``e`` is ``float32(x) / c`` for a 16/8-bit float ``x`` and a
-    constant ``c`` whose reciprocal gives the same quotient for every such ``x``
-    (``exact_division.reciprocal_is_exact_on``); else None."""
-    divisor = _constant_divisor(e)
-    if divisor is None or not isinstance(e.a, Cast) or e.a.value.dtype not in NARROW_FLOATS:
-        return None
-    if not reciprocal_is_exact_on(divisor, e.a.value.dtype):
-        return None
-    return float(np.float32(1.0) / np.float32(divisor))
-
-
-def _rounded_and_clamped(e: Expr, lo: float, hi: float):
-    """``(x, a, b)`` when ``e`` is ``min(max(round(x), a), b)`` with integer bounds inside
-    [lo, hi]; else None."""
-    if not _clamped_within(e, lo, hi):
-        return None
-    inner, a, b = e.a.a, e.a.b.value, e.b.value
-    if not (isinstance(inner, Call) and inner.name == "round" and float(a).is_integer() and float(b).is_integer()):
-        return None
-    return inner.args[0], a, b
-
-
 def _fold_indices(e):
     """Simplify the indices of the loads in ``e`` after a substitution."""
     return rewrite(e, lambda n: Load(n.buffer, simplify(n.index)) if isinstance(n, Load) else None)
@@ -706,7 +545,7 @@ def program_source(program: Program, simulator: bool, target=None) -> str:
     The kernels' variables avoid every name the module binds around them: where one of
     them took such a name (a tensor named ``_ldmatrix_x4``, say), the kernels are
     written again with the module's names reserved, which changes only their variables."""
-    reserved = _BUILTIN_NAMES
+    reserved = BUILTIN_NAMES
     while True:
         head, kernels, names = _module_parts(program, simulator, target, reserved)
         module_names = module_level_names(head) | {k.name for k in program.kernels}
@@ -723,20 +562,20 @@ def _module_parts(program: Program, simulator: bool, target, reserved: frozenset
     writers = [KernelWriter(k, simulator, target, reserved) for k in program.kernels]
     kernels = [w.write() for w in writers]
     variables = frozenset(name for w in writers for name in w.name.names.values())
-    parts = [_PRELUDE_SIM if simulator else _PRELUDE_GPU]
+    parts = [PRELUDE_SIM if simulator else PRELUDE_GPU]
     inline = "" if simulator else ', inline="always"'
     parts.extend(fn.helper.format(inline=inline) for fn in SCALAR_FUNCTIONS.values() if fn.helper)
     if any(w.uses_narrow for w in writers):
-        parts.append(_NARROW_IMPORTS.format(p="sim_" if simulator else ""))
+        parts.append(NARROW_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_async for w in writers):
-        parts.append(_ASYNC_IMPORTS.format(p="sim_" if simulator else "", P="SIM_" if simulator else ""))
+        parts.append(ASYNC_IMPORTS.format(p="sim_" if simulator else "", P="SIM_" if simulator else ""))
     if any(w.uses_mma for w in writers):
-        parts.append(_MMA_IMPORTS.format(p="sim_" if simulator else ""))
+        parts.append(MMA_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_vector for w in writers):
-        parts.append(_VECTOR_IMPORTS.format(prefix="sim_" if simulator else ""))
+        parts.append(VECTOR_IMPORTS.format(prefix="sim_" if simulator else ""))
     warpgroup = {name: call for w in writers for name, call in w.warpgroup_intrinsics.items()}
     if warpgroup:
-        parts.append(_warpgroup_definitions(warpgroup, simulator))
+        parts.append(warpgroup_definitions(warpgroup, simulator))
     alignment: dict = {}
     for w in writers:
         for name, nbytes in w.vector_alignment.items():
@@ -747,45 +586,7 @@ def _module_parts(program: Program, simulator: bool, target, reserved: frozenset
     constants = {name: typed for w in writers for name, typed in w.index_constants.items()}
     definitions = "".join(f"{name} = {typ}({value})\n"
                           for name, (typ, value) in sorted(constants.items(), key=lambda item: item[1]))
-    parts.append(_INDEX_CONSTANTS_COMMENT + definitions)
+    parts.append(INDEX_CONSTANTS_COMMENT + definitions)
     unroll = {k.name: tuple(w.unroll_flags) for k, w in zip(program.kernels, writers)}
     parts.append(f"# unroll pragmas: nvvm_unroll version {nvvm_unroll.REWRITE_VERSION}\nUNROLL_LOOPS = {unroll!r}")
     return "\n".join(parts), kernels, variables
-
-
-#: index constants are module-level globals: numba freezes a global's value into the
-#: kernel as a typed constant, where ``uint32(4)`` in the kernel is a call it must type
-#: (a quarter of the front-end time of a tensor-core kernel, hundreds of constants)
-_INDEX_CONSTANTS_COMMENT = "# index constants, frozen into the kernels at compile time\n"
-
-
-_ASYNC_IMPORTS = """
-from tcomp.codegen.warp_mma import (
-    {p}cp_async4 as _cp_async4, {p}cp_async8 as _cp_async8, {p}cp_async16 as _cp_async16,
-    {p}cp_async_commit as _cp_async_commit, {P}CP_ASYNC_WAIT as _CP_ASYNC_WAIT)
-""" + "".join(f"_cp_async_wait_{n} = _CP_ASYNC_WAIT[{n}]\n" for n in range(8))
-
-_MMA_IMPORTS = """
-from tcomp.codegen.warp_mma import (
-    {p}mma_m16n8k16_bf16 as _mma_m16n8k16_bf16, {p}mma_m16n8k16_f16 as _mma_m16n8k16_f16,
-    {p}pack_bf16x2 as _pack_bf16x2, {p}pack_f16x2 as _pack_f16x2, {p}load_pair as _load_pair,
-    {p}ldmatrix_x1 as _ldmatrix_x1, {p}ldmatrix_x2 as _ldmatrix_x2, {p}ldmatrix_x4 as _ldmatrix_x4,
-    {p}ldmatrix_x1_trans as _ldmatrix_x1_trans, {p}ldmatrix_x2_trans as _ldmatrix_x2_trans,
-    {p}ldmatrix_x4_trans as _ldmatrix_x4_trans)
-"""
-
-def _warpgroup_definitions(intrinsics: dict, simulator: bool) -> str:
-    """Module-level names of the warpgroup instructions the kernels call."""
-    p = "sim_" if simulator else ""
-    lines = ["", "import tcomp.codegen.warpgroup_mma as _warpgroup"]
-    for name, (factory, args) in sorted(intrinsics.items()):
-        call = "" if args is None else f"(*{args!r})"
-        lines.append(f"{name} = _warpgroup.{p}{factory}{call}")
-    return "\n".join(lines) + "\n"
-
-
-_VECTOR_IMPORTS = """
-from tcomp.codegen.vector_access import (
-    {prefix}load2 as _load2, {prefix}load4 as _load4, {prefix}load8 as _load8, {prefix}load16 as _load16,
-    {prefix}store2 as _store2, {prefix}store4 as _store4, {prefix}store8 as _store8, {prefix}store16 as _store16)
-"""
