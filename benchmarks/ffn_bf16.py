@@ -1,4 +1,4 @@
-"""The bf16 FFN projection of DESIGN.md on the GPU: tcomp's fused kernels
+"""The bf16 FFN projection on the GPU: tcomp's fused kernels
 (examples/ffn_bf16.py: bf16 A @ W accumulated in fp32, rounded to bf16, SiLU, int8; its
 ``schedule`` on the tensor cores and its ``cuda_cores`` schedule) against PyTorch eager
 doing the same (cuBLAS bf16 matmul, then SiLU and quantization), in one run.

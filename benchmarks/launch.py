@@ -4,10 +4,10 @@ modules eager against one graph replay, on the GPU.
     python benchmarks/launch.py [--calls 1000] [--size 64]
 
 Each figure is the wall time of ``--calls`` calls issued back to back, then one
-synchronize, divided by the number of calls (the chapter's section 5.5.1: at this size
+synchronize, divided by the number of calls (at this size
 the GPU finishes each kernel in a few microseconds, so the host's cost per call is what
 is measured; the issue time alone is printed too). The module is a 64x64x64 fp32 matmul
-(the worklog's shared-memory kernel), one kernel, called with torch CUDA tensors and with
+(the SGEMM ladder's shared-memory kernel), one kernel, called with torch CUDA tensors and with
 numba device arrays. The chain is the unfused matmul, SiLU and int8
 quantization, one module each. Every variant is checked once against a float64
 reference (outputs poisoned first).
@@ -24,7 +24,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 
 def _matmul_module(n):
-    """The worklog's shared-memory kernel (32x32 tiles): a few µs of GPU time at 64^3, less
+    """The SGEMM ladder's shared-memory kernel (32x32 tiles): a few µs of GPU time at 64^3, less
     than the host time being measured."""
     import sgemm_ladder as ladder
     import tcomp as tc

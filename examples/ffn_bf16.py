@@ -1,4 +1,4 @@
-"""The FFN projection of DESIGN.md in bfloat16: Q = quantize(silu(bf16(A @ W)), 0.05, int8).
+"""The FFN projection of an LLM layer in bfloat16: Q = quantize(silu(bf16(A @ W)), 0.05, int8).
 
 A and W are bfloat16, the matmul accumulates in float32, its result is rounded to
 bfloat16 (a rounding point that every schedule keeps), then SiLU and int8 quantization

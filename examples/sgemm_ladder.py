@@ -1,6 +1,6 @@
-"""The SGEMM worklog's kernels as tcomp schedules of one fp32 matmul algorithm.
+"""The SGEMM ladder's kernels (docs/references.md) as tcomp schedules of one fp32 matmul algorithm.
 
-Each ``schedule_*`` function reproduces one rung of the worklog (seeds/sgemm-worklog.txt):
+Each ``schedule_*`` function reproduces one rung of that ladder:
 naive, coalesced, shared-memory blocking, 1D blocktiling, 2D blocktiling, 2D blocktiling
 with a transposed A tile and vector loads, the same double buffered, and warptiling.
 ``schedule`` is the 2D blocktiling.
@@ -21,7 +21,7 @@ def algorithm(M=4096, N=4096, K=4096):
 
 
 def _register_accumulator(s, out):
-    """Accumulate in registers (the worklog's ``float acc``) and write C once."""
+    """Accumulate in registers (a ``float acc`` per output) and write C once."""
     CL = s.cache_write(out, "local")
     return CL
 
@@ -184,7 +184,7 @@ def schedule_vectorized(s, out, BK=8):
 
 def schedule_double_buffered(s, out):
     """Kernel 6 with the next k step's tiles loaded into registers while the current
-    ones are multiplied (the worklog's later kernels prefetch the same way)."""
+    ones are multiplied (the ladder's later kernels prefetch the same way)."""
     CL = _register_accumulator(s, out)
     blocktile_2d(s, out, CL, "A", "B", transpose_a=True, vector=4, double_buffer=True)
 

@@ -1,6 +1,6 @@
 """tcomp: a schedule-based tensor compiler for NVIDIA GPUs, generating Numba CUDA kernels.
 
-Public API (see DESIGN.md section 1)::
+Public API (docs/language.md)::
 
     import tcomp as tc
     A = tc.placeholder((M, K), "float32", name="A")

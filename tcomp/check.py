@@ -36,7 +36,7 @@ class CheckReport:
 
 
 def check(s, target=None) -> CheckReport:
-    """Check schedule ``s`` against its algorithm's dependences (DESIGN.md section 2).
+    """Check schedule ``s`` against its algorithm's dependences (docs/semantics.md).
 
     Returns a :class:`CheckReport` for a legal schedule. Raises
     ``tc.IllegalScheduleError`` for one that would compute something else (a consumer

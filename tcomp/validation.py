@@ -5,7 +5,7 @@ measurement."""
 
 from __future__ import annotations
 
-#: threads a second that Numba's CUDA simulator runs, roughly (NUMBA_CUDA.md)
+#: threads a second that Numba's CUDA simulator runs, roughly (docs/hardware.md, "Numba's CUDA simulator")
 SIMULATOR_THREADS_PER_SECOND = 4000
 
 

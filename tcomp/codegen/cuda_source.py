@@ -1,6 +1,6 @@
 """Loop-nest IR -> Numba CUDA Python source.
 
-Conventions (see NUMBA_CUDA.md): index arithmetic in unsigned 32-bit integers,
+Conventions (docs/hardware.md, "Numba CUDA code generation"): index arithmetic in unsigned 32-bit integers,
 float literals wrapped in ``float32(...)``, per-thread buffers as
 ``cuda.local.array`` with constant shapes (registers once loops over them are
 unrolled), and every global buffer passed as a flat 1-D array. ``unroll`` and

@@ -7,7 +7,7 @@ and returns a :class:`Graph` whose ``replay()`` launches them all with one
 ``mod.graph(*args)`` is the same for one call of one module.
 
 A replay reads and writes the buffers the capture saw, at the addresses they had then:
-to run on new data, copy it into those buffers (the chapter's section 5.5.2). The graph
+to run on new data, copy it into those buffers (as with any CUDA graph). The graph
 keeps a reference to every captured argument so that none is freed while it lives.
 Only tcomp launches are captured; other work that ``fn`` does (PyTorch operations, copies)
 runs at capture time as usual and is not part of the graph.

@@ -2,7 +2,7 @@
 Numba's CUDA simulator runs.
 
 On the GPU each function is a Numba intrinsic around one PTX instruction (the encodings
-are those verified on the H200 in NUMBA_CUDA.md):
+are those verified on the H200, docs/hardware.md, "Matrix instructions"):
 
     mma_m16n8k16_bf16(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3) -> (d0, d1, d2, d3)
     mma_m16n8k16_f16(...)                  mma.sync.aligned.m16n8k16.row.col.f32.{bf16,f16}

@@ -5,7 +5,7 @@ A warpgroup is four consecutive warps (128 threads, the first a multiple of 128 
 block's linear thread order). One ``wgmma.mma_async.m64nNk16`` multiplies a 64 x 16 A by a
 16 x N B, both read from shared memory through 64-bit descriptors, and adds the product to
 a 64 x N float32 accumulator that lives in the 128 threads' registers, N / 2 of them each.
-The encodings are those verified on the H200 (NUMBA_CUDA.md, ``probes/wgmma_probe.py``).
+The encodings are those verified on the H200 (docs/hardware.md, "Matrix instructions").
 
 Shared operands are stored in 8 x 8 blocks of 16-bit values ("core matrices", 128
 contiguous bytes each; ``s[T].storage_blocks(8, 8)``). A descriptor gives the address of

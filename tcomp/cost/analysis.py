@@ -17,12 +17,12 @@ How each figure is counted:
   innermost serial loop that its index depends on, or that stores to the same
   buffer, or (for shared memory) that holds a barrier; loops inside that one do not
   repeat it. So a shared tile filled inside ``k_o`` is read from global memory once
-  per ``k_o`` iteration: the chapter's "each tile independently reads its own inputs".
+  per ``k_o`` iteration: each tile reads its own inputs.
 - *Bytes at the device-memory interface* (``dram``): for each warp instruction that
   touches a global buffer, the distinct elements of its 32 lanes (a broadcast is one
   element), times the element size of the buffer's dtype. Caches between the SM and
-  device memory (L1, L2) are not credited here: this is the chapter's count of bytes
-  crossing "between the working buffer and the next storage level". What the counts
+  device memory (L1, L2) are not credited here: this counts the bytes crossing
+  between a block's working buffers and device memory. What the counts
   keep for the model's L2 credit is which grid dimensions each tensor's reads depend on.
 - *L1 / shared-memory wavefronts*: a shared access costs as many cycles as its
   worst bank holds distinct 4-byte words (a bank conflict), except that an 8- or 16-byte

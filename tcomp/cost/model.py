@@ -4,7 +4,7 @@ For each kernel of the lowered program, the counts of one block
 (``tcomp.cost.analysis``) are turned into time on a target in four steps, each kept
 in the record:
 
-1. **Residency** (chapter 5.1.5). Blocks per SM = the least of thread slots,
+1. **Residency** (the limits: docs/hardware.md). Blocks per SM = the least of thread slots,
    registers (per warp, rounded up to the allocation unit), shared memory (plus the
    runtime's reserve per block) and the block cap; occupancy = resident warps over
    the SM's maximum.
@@ -23,9 +23,9 @@ in the record:
    target's latency of a copy under load. A k step that waits for its whole chain of
    wgmma instructions (no chain left in flight) adds the chain's drain.
 4. **Device memory.** Bytes over the achievable bandwidth, which Little's law caps
-   at the bytes the resident warps keep in flight divided by the latency (chapter
-   5.1.5: ``B_need = bandwidth x latency / SMs`` per SM against ``B_have = warps x
-   loads in flight x bytes per load``). The bytes are the chapter's count less what the
+   at the bytes the resident warps keep in flight divided by the latency (docs/hardware.md,
+   "Modelling assumptions": ``B_need = bandwidth x latency / SMs`` per SM against ``B_have = warps x
+   loads in flight x bytes per load``). The bytes are the count of ``tcomp.cost.analysis`` less what the
    L2 serves: blocks start in the order of their linear index (``blockIdx.x`` fastest),
    ``SMs x blocks per SM`` at a time, and two blocks of one such wave that agree in the
    grid dimensions a tensor's reads depend on read the same tile of it, which reaches
@@ -91,7 +91,7 @@ class KernelEstimate:
     t_compute_roofline: float  # flops / peak
     t_memory_roofline: float  # dram_bytes / datasheet bandwidth
     roofline_ceiling: float  # the fraction of peak the roofline allows
-    # latency hiding (chapter 5.1.5)
+    # latency hiding (docs/hardware.md, "Modelling assumptions")
     mem_latency_s: float
     loads_in_flight_per_warp: float
     bytes_per_warp_load: float
@@ -288,7 +288,7 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     t_roof_memory = dram / t.dram_bw_datasheet
     ceiling = min(1.0, intensity * t.dram_bw_datasheet / peak) if dram else 1.0
 
-    # latency hiding: Little's law (chapter 5.1.5)
+    # latency hiding: Little's law (docs/hardware.md, "Modelling assumptions")
     latency_s = t.mem_latency_ns * 1e-9
     latency_cycles = latency_s * clock
     all_rounds = counts.latency_rounds + counts.prefetch_rounds + counts.async_rounds

@@ -9,7 +9,7 @@ _RESOURCE_NAMES = {"threads": "thread slots", "registers": "registers", "shared_
 
 
 def fmt_bytes(n: float) -> str:
-    """Binary units, as the chapter writes them (MiB = 2**20 bytes)."""
+    """Binary units (MiB = 2**20 bytes)."""
     if n is None or (isinstance(n, float) and math.isnan(n)):
         return "-"
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):

@@ -1,5 +1,5 @@
 """The auto-scheduler: the space of candidate schedules, its filters and rank, the
-measured search and the tuning database (DESIGN.md section 3)."""
+measured search and the tuning database (docs/architecture.md, "Search")."""
 
 from .search import SearchResult, autoschedule
 

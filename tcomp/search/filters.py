@@ -1,7 +1,7 @@
 """The filters and the rank of the search: what happens to a point before it is built.
 
 ``screen(point)`` turns a point of the space into a :class:`Screened` record, in this order
-(the chapter's section 5.4.5, "check feasibility, then estimate"):
+(check feasibility, then estimate; docs/architecture.md, "Search"):
 
 1. the primitives' own errors, while the point is applied to a fresh schedule;
 2. ``tc.check``: legality, and what ``tc.build`` would refuse (threads, grid, shared

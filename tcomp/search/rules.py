@@ -2,13 +2,13 @@
 
 - :class:`BlockTiling`: a kernel around one matrix product (a float sum of products
   ``a[i, k] * b[k, j]``, fused epilogue or not): block tiles staged through shared memory,
-  a thread tile accumulated in registers from register fragments (the SGEMM worklog's
-  kernels 5 and 6), with the A tile stored transposed or not, vector loads, the tiles'
+  a thread tile accumulated in registers from register fragments (the SGEMM ladder's
+  kernels 5 and 6, docs/references.md), with the A tile stored transposed or not, vector loads, the tiles'
   loads overlapped with the computation (double buffering through registers, cp.async
   pipelines of 3 or 4 tiles, or A double buffered and B pipelined), and the k loop
   unrolled in steps.
 - :class:`WarpTiling`: the same kernel with the block tile split over warps and each
-  thread's tile strided over the warp's sub-tiles (the worklog's kernel 10).
+  thread's tile strided over the warp's sub-tiles (the SGEMM ladder's kernel 10).
 
   Both may split k (``split_k`` of 2 or 4) where the output's tiles give the SMs fewer
   than two blocks each: the product's partial sums over slices of k on ``blockIdx.z``

@@ -1,6 +1,6 @@
 """``tc.autoschedule``: a measured search over the space of ``tcomp.search.space``.
 
-The procedure is the chapter's (section 5.4.5), one step per stage, in this order:
+The procedure (docs/architecture.md, "Search"), one step per stage, in this order:
 
 1. **space**: draw points (fusion boundaries and tilings) with a seeded generator;
 2. **filters**: the primitives' errors, ``tc.check``, capacity (``tcomp.search.filters``);
@@ -50,7 +50,7 @@ FINAL_ROUNDS = 3
 
 @dataclass
 class SearchResult:
-    """What ``tc.autoschedule`` returns (DESIGN.md section 1)."""
+    """What ``tc.autoschedule`` returns (docs/language.md)."""
 
     schedule: object  # a tc.Schedule of the algorithm, the winner applied
     source: str  # the winner as Python text defining schedule(s, out)

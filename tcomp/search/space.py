@@ -6,7 +6,7 @@ kernel that choice makes, a rule and that rule's parameters. Applying a point to
 ``tc.create_schedule`` calls schedule primitives only, so the point's schedule prints as
 a replayable trace (``Schedule.trace_source``).
 
-Fusion choices (the chapter's section 5.4.1), per intermediate stage:
+Fusion choices (docs/architecture.md, "Search"), per intermediate stage:
 
 - ``"inline"``: an elementwise stage is substituted into its consumer (``compute_inline``);
 - ``"fused"``: a reduction is computed at its consumer's thread tile, in the consumer's

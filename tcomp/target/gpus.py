@@ -6,15 +6,14 @@ limit, the cost model divides by its rates and the search sizes its tiles by its
 register file and shared memory. A second GPU is a second record, not a second set of
 constants.
 
-Every figure carries its source: "chapter" and "worklog" are the two reference
-documents of docs/references.md, "CUDA guide" the CUDA C++ Programming Guide's table of
-compute capabilities, "measured" a figure measured on the machine itself with the
-benchmark named (docs/hardware.md). Where a reference calls a value "chosen for this
-section" (memory latency, loads in flight per warp) it is a modelling assumption, not a
-datasheet figure; the comment says so.
+Every figure carries its source, and docs/hardware.md tabulates them: "CUDA guide" is
+the CUDA C++ Programming Guide's table of compute capabilities, "whitepaper" NVIDIA's H100
+architecture whitepaper, "datasheet" the product's, "measured" a figure measured on the
+H200 with the benchmark named (BENCHMARKS.md), and "assumption" a modelling choice, not a
+property of the chip (docs/hardware.md, "Modelling assumptions").
 
 A target is a frozen record: ``H100.replace(mem_latency_ns=1000)`` gives a variant
-(the chapter's "flip condition" of section 5.1.5, say).
+(to find the latency at which a kernel's limiter flips, say).
 """
 
 from __future__ import annotations
@@ -53,7 +52,7 @@ class Target:
     l2_bytes: int
     issue_per_sm_per_clock: int  # warp instructions an SM issues per cycle (one per scheduler)
     l1_wavefronts_per_clock: int  # shared memory / L1 data-stage wavefronts per SM per cycle
-    # latency hiding (chapter 5.1.5)
+    # latency hiding (docs/hardware.md, "Modelling assumptions")
     mem_latency_ns: float
     outstanding_loads_per_warp: int
     launch_overhead_s: float  # per kernel launch
@@ -107,28 +106,28 @@ class Target:
 H100 = Target(
     name="h100",
     description="NVIDIA H100 SXM (compute capability 9.0)",
-    sms=132,  # chapter 5.1.5, from the H100 architecture whitepaper (table 3)
+    sms=132,  # whitepaper
     clock_hz=1.98e9,  # H100 SXM boost clock (whitepaper); fp32 peak 66.9 TFLOP/s = 132 x 256 x 1.98 GHz
-    max_threads_per_sm=2048,  # chapter 5.1.5 / CUDA guide, compute capability 9.0
-    max_warps_per_sm=64,  # chapter 5.1.5: "2048 resident threads (i.e., 64 warps)"
-    max_blocks_per_sm=32,  # chapter 5.1.5: "and 32 thread blocks"
-    regs_per_sm=65536,  # chapter 5.1.5: "64K registers (each 32 bits)"
-    reg_alloc_unit=256,  # CUDA occupancy calculator, cc 9.0 (the worklog's rule: per warp, multiples of 256)
+    max_threads_per_sm=2048,  # CUDA guide, compute capability 9.0
+    max_warps_per_sm=64,  # CUDA guide, cc 9.0
+    max_blocks_per_sm=32,  # CUDA guide, cc 9.0
+    regs_per_sm=65536,  # CUDA guide, cc 9.0: 64K 32-bit registers
+    reg_alloc_unit=256,  # CUDA occupancy calculator, cc 9.0: per warp, in multiples of 256
     max_regs_per_thread=255,  # CUDA guide, cc 9.0
-    smem_per_sm=233472,  # chapter 5.1.5: "228 KB of shared memory ... 233,472 bytes"
+    smem_per_sm=233472,  # CUDA guide, cc 9.0: 228 KiB
     smem_per_block=232448,  # CUDA guide, cc 9.0: 227 KB per block
-    smem_reserved_per_block=1 * KiB,  # chapter 5.1.5: "1 KiB reserved per block"
+    smem_reserved_per_block=1 * KiB,  # CUDA guide: 1 KiB reserved per resident block
     max_threads_per_block=1024,  # CUDA guide
-    dram_bw_datasheet=3.35e12,  # chapter 5.1.5, from the H100 product page
-    dram_bw_measured=3.35e12 * 0.875,  # no measurement in the seeds: the H200's measured/datasheet ratio
+    dram_bw_datasheet=3.35e12,  # H100 SXM datasheet
+    dram_bw_measured=3.35e12 * 0.875,  # not measured: the H200's measured/datasheet ratio
     fp32_flops=66.9e12,  # H100 whitepaper (SXM5)
-    matrix_flops_bf16=989.4e12,  # chapter 5.1.5, from the H100 architecture whitepaper (table 3)
+    matrix_flops_bf16=989.4e12,  # whitepaper, dense bf16
     l2_bytes=50 * 1024 * KiB,  # H100 whitepaper: 50 MB L2
-    issue_per_sm_per_clock=4,  # four warp schedulers per SM (worklog; Hopper tuning guide)
+    issue_per_sm_per_clock=4,  # four warp schedulers per SM (Hopper tuning guide)
     l1_wavefronts_per_clock=1,  # 128 bytes per clock per SM from shared memory / L1 (CUDA guide)
-    mem_latency_ns=600.0,  # chapter 5.1.5: "memory latency is taken as 600 ns" (chosen for that section)
-    outstanding_loads_per_warp=4,  # chapter 5.1.5: "each warp can have at most 4 outstanding loads" (chosen)
-    launch_overhead_s=5e-6,  # chapter 5.5: "a 5 us kernel launch"
+    mem_latency_ns=600.0,  # assumption
+    outstanding_loads_per_warp=4,  # assumption
+    launch_overhead_s=5e-6,  # assumption
     # measured on the H200 (issue 13: registers-only mma.sync chains from Numba reached
     # 330-390 TFLOP/s; the same SM as the H100's)
     mma_sync_flops_bf16=390e12,
@@ -145,13 +144,13 @@ H100 = Target(
 H200 = H100.replace(
     name="h200",
     description="NVIDIA H200 SXM (compute capability 9.0)",
-    # the same SM and limits as the H100 (device/H200.md: "the same Hopper processor as the H100")
+    # the same SM and limits as the H100 (the same Hopper processor; H200 datasheet)
     dram_bw_datasheet=4.8e12,  # H200 datasheet: 4.8 TB/s HBM3e
-    dram_bw_measured=4.2e12,  # measured here: 4 GiB device copy, bytes read + written (shared/device/README.md)
-    fp32_flops=67e12,  # H200 datasheet (device/H200.md: "plain fp32 about 67")
-    matrix_flops_bf16=989e12,  # H200 datasheet, dense bf16 (device/H200.md: "about 990")
+    dram_bw_measured=4.2e12,  # measured: 4 GiB device copy, bytes read + written (docs/hardware.md)
+    fp32_flops=67e12,  # H200 datasheet
+    matrix_flops_bf16=989e12,  # H200 datasheet, dense bf16
     l2_bytes=60 * 1024 * KiB,  # what the device reports (L2_cache_size, benchmarks/l2_bandwidth.py, nvidia-h200)
-    # NOTE: the seeds give no latency for the H200. 500 cycles at 1.98 GHz (about 250 ns) is the
+    # NOTE: no datasheet gives a latency for the H200. 500 cycles at 1.98 GHz (about 250 ns) is the
     # order of published Hopper microbenchmarks for a load that misses L1, and it is what makes
     # this model reproduce the SGEMM ladder's coalesced rung measured on this machine (BENCHMARKS.md).
     mem_latency_ns=250.0,
@@ -161,28 +160,28 @@ H200 = H100.replace(
 RTX_A6000 = Target(
     name="rtx_a6000",
     description="NVIDIA RTX A6000 (compute capability 8.6)",
-    sms=84,  # worklog: "The RTX A6000 has 84 of them"
+    sms=84,  # A6000 datasheet
     clock_hz=1.80e9,  # A6000 datasheet boost clock, 1800 MHz
-    max_threads_per_sm=1536,  # worklog: "Threads: 1024 per block into 1536 per SM"
-    max_warps_per_sm=48,  # worklog: "the maximum (48)"
+    max_threads_per_sm=1536,  # CUDA guide, compute capability 8.6
+    max_warps_per_sm=48,  # CUDA guide, cc 8.6
     max_blocks_per_sm=16,  # CUDA guide, compute capability 8.6
-    regs_per_sm=65536,  # worklog: "65536 / 40960 allows 1 block"
-    reg_alloc_unit=256,  # worklog: "rounded up to the 256 allocation unit"
+    regs_per_sm=65536,  # CUDA guide, cc 8.6
+    reg_alloc_unit=256,  # CUDA occupancy calculator
     max_regs_per_thread=255,  # CUDA guide
-    smem_per_sm=102400,  # worklog: "into 102400 bytes per SM"
+    smem_per_sm=102400,  # CUDA guide, cc 8.6: 100 KiB
     smem_per_block=101376,  # CUDA guide, cc 8.6: 99 KB per block
-    smem_reserved_per_block=1024,  # worklog: "8192 + 1024 bytes runtime overhead"
+    smem_reserved_per_block=1024,  # CUDA guide: 1 KiB reserved per resident block
     max_threads_per_block=1024,  # CUDA guide
-    dram_bw_datasheet=768e9,  # worklog: "a card capable of 768 GB/s"
-    dram_bw_measured=768e9 * 0.875,  # no measurement in the seeds: the H200's measured/datasheet ratio
+    dram_bw_datasheet=768e9,  # A6000 datasheet
+    dram_bw_measured=768e9 * 0.875,  # not measured: the H200's measured/datasheet ratio
     fp32_flops=38.7e12,  # A6000 datasheet
     matrix_flops_bf16=154.8e12,  # A6000 datasheet, dense bf16 tensor (309.7 with sparsity)
     l2_bytes=6 * 1024 * KiB,  # A6000 (GA102) datasheet: 6 MB L2
-    issue_per_sm_per_clock=4,  # worklog: "four warp schedulers"
+    issue_per_sm_per_clock=4,  # four warp schedulers per SM (Ampere tuning guide)
     l1_wavefronts_per_clock=1,  # 128 bytes per clock per SM (CUDA guide)
-    mem_latency_ns=600.0,  # chapter 5.1.5's chosen value; no figure in the seeds for this card
-    outstanding_loads_per_warp=4,  # chapter 5.1.5's chosen value
-    launch_overhead_s=5e-6,  # chapter 5.5
+    mem_latency_ns=600.0,  # assumption
+    outstanding_loads_per_warp=4,  # assumption
+    launch_overhead_s=5e-6,  # assumption
     device_memory_bytes=48 * 10**9,  # A6000 datasheet: 48 GB of GDDR6
 )
 
@@ -197,20 +196,20 @@ RTX_PRO_6000 = Target(
     regs_per_sm=65536,  # CUDA guide, compute capability 12.0
     reg_alloc_unit=256,  # CUDA occupancy calculator
     max_regs_per_thread=255,  # CUDA guide
-    smem_per_sm=102400,  # chapter 5.2.2 (note 33): "a per-SM shared memory limit of 100 KB (i.e., 102,400 bytes)"
-    smem_per_block=101376,  # chapter 5.3.3 (note 9): "99 KB of shared memory (101,376 bytes)"
-    smem_reserved_per_block=1024,  # chapter note 33: "the 1 KiB reserved per block"
+    smem_per_sm=102400,  # CUDA guide, cc 12.0: 100 KiB
+    smem_per_block=101376,  # CUDA guide, cc 12.0: 99 KiB per block
+    smem_reserved_per_block=1024,  # CUDA guide: 1 KiB reserved per resident block
     max_threads_per_block=1024,  # CUDA guide
-    dram_bw_datasheet=1792e9,  # chapter (note 26, Experiment 5-2): "1792 GB/s memory bandwidth"
-    dram_bw_measured=1792e9 * 0.875,  # no measurement in the seeds: the H200's measured/datasheet ratio
+    dram_bw_datasheet=1792e9,  # RTX PRO 6000 Blackwell datasheet
+    dram_bw_measured=1792e9 * 0.875,  # not measured: the H200's measured/datasheet ratio
     fp32_flops=126e12,  # RTX PRO 6000 Blackwell datasheet (about 126 TFLOP/s)
-    matrix_flops_bf16=503.8e12,  # chapter note 26: "BF16 dense peak of 503.8 TFLOP/s"
+    matrix_flops_bf16=503.8e12,  # datasheet, dense bf16
     l2_bytes=128 * 1024 * KiB,  # datasheet: 128 MB L2
     issue_per_sm_per_clock=4,  # four warp schedulers per SM
     l1_wavefronts_per_clock=1,  # 128 bytes per clock per SM
-    mem_latency_ns=600.0,  # chapter 5.1.5's chosen value; no figure in the seeds for this card
-    outstanding_loads_per_warp=4,  # chapter 5.1.5's chosen value
-    launch_overhead_s=5e-6,  # chapter 5.5
+    mem_latency_ns=600.0,  # assumption
+    outstanding_loads_per_warp=4,  # assumption
+    launch_overhead_s=5e-6,  # assumption
     device_memory_bytes=96 * 10**9,  # datasheet: 96 GB of GDDR7
 )
 

@@ -63,7 +63,7 @@ def elementwise_chain(M: int, N: int) -> tuple:
 
 
 def ffn_bf16(M: int, N: int, K: int, scale: float) -> tuple:
-    """DESIGN.md's pipeline: bfloat16 inputs, a float32 sum ``C``, the bfloat16 rounding
+    """The bfloat16 FFN pipeline: bfloat16 inputs, a float32 sum ``C``, the bfloat16 rounding
     point ``Cb``, ``Y = silu(Cb)``, ``Q = quantize(Y, scale, int8)``. Returns
     ``(A, W, C, Cb, Y, Q)``."""
     A = tc.placeholder((M, K), "bfloat16", name="A")

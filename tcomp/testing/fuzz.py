@@ -4,7 +4,7 @@ For one of a few small workloads (matmul, matmul + SiLU + quantize, SwiGLU + qua
 row max + quantize, an elementwise chain, a bfloat16 FFN) at tiny shapes
 (:mod:`tcomp.testing.fuzz_workloads`), a
 `hypothesis <https://hypothesis.readthedocs.io>`_ strategy draws a schedule over the
-primitives of DESIGN.md (:mod:`tcomp.testing.schedule_drawer`): caches, inlines, splits
+primitives of docs/language.md (:mod:`tcomp.testing.schedule_drawer`): caches, inlines, splits
 (divisible or not), tiles, reorders, fuses, bindings, placements (``compute_at`` /
 ``reverse_compute_at`` at random loops), unrolls, vectorizes, scopes, storage orders,
 double buffers. Then :func:`~tcomp.testing.oracle.evaluate_schedule` holds the checker

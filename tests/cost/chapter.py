@@ -1,4 +1,4 @@
-"""The chapter's examples (seeds/operators-and-runtime-chapter.txt) as tcomp algorithms and
+"""The cost model's worked examples (docs/references.md) as tcomp algorithms and
 schedules, for the cost-model tests. Every number the tests check comes out of
 ``tc.estimate`` run on these schedules; nothing here computes a formula.
 """
@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import tcomp as tc
 
-# the chapter's running example: Qwen3-8B's FFN, 1024 tokens (section 5.2.1)
+# the running example: Qwen3-8B's FFN projection, 1024 tokens
 M, K, N = 1024, 4096, 12288
 MiB = 1024 * 1024
 
 
-# ---------------------------------------------------------------------------- section 5.2.2
+# ---------------------------------------------------------------------------- output tiles in shared memory
 
 
 def projection(M=M, K=K, N=N):
@@ -41,7 +41,7 @@ def _fill(s, cache, threads_y, threads_x, vector=1):
 
 
 def tile_in_shared(s, out, m, n, k_step, threads_y=16, threads_x=16, vector=1):
-    """Section 5.2.2 / 5.1.5: one block per m x n output tile, the A and W tiles of each k
+    """One block per m x n output tile, the A and W tiles of each k
     step and the fp32 accumulator all in shared memory; 16 x 16 threads each own an
     (m/16) x (n/16) piece of the accumulator. ``out`` is ``cast(C, bf16)``."""
     C = s["C"]
@@ -81,7 +81,7 @@ def section_5_2_2(tile):
 
 
 def section_5_1_5():
-    """Section 5.1.5's kernel: 128 x 128 tile, k step 64, 256 threads, the BF16 A and W
+    """The residency example's kernel: 128 x 128 tile, k step 64, 256 threads, the BF16 A and W
     tiles (16 KiB each) and the FP32 accumulator (64 KiB) in shared memory; each thread
     moves 16 bytes (8 bf16) per load."""
     out = projection()
@@ -90,7 +90,7 @@ def section_5_1_5():
     return s
 
 
-# ---------------------------------------------------------------------------- example 5-4, figure 5-15
+# ---------------------------------------------------------------------------- unfused elementwise kernels
 
 
 def elementwise(s, t, threads=256):
@@ -128,7 +128,7 @@ def example_5_4(fused_steps: int, quantize: bool):
     return s
 
 
-# ---------------------------------------------------------------------------- example 5-8
+# ---------------------------------------------------------------------------- a quantized matmul
 
 QM, QK, QN = 4096, 4096, 1536
 

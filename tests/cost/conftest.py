@@ -1,4 +1,4 @@
-"""The cost-model tests import their chapter workloads (``chapter.py``) from this folder."""
+"""The cost-model tests import their worked examples (``chapter.py``, docs/references.md) from this folder."""
 
 import os
 import sys

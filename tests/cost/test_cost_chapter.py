@@ -1,5 +1,6 @@
-"""The chapter's numbers, from schedules written in tcomp (tests/cost/chapter.py) and
-``tc.estimate``; the SGEMM worklog's occupancy check of kernel 3 on the RTX A6000.
+"""The cost model's worked examples (docs/references.md), from schedules written in tcomp
+(tests/cost/chapter.py) and ``tc.estimate``; the occupancy of the SGEMM ladder's kernel 3
+on the RTX A6000.
 
 Every figure here is read off the estimate of a schedule: the byte counts come from
 the loads and stores of the lowered loop nest, the shared memory from its
@@ -14,7 +15,7 @@ MiB = 1024 * 1024
 KiB = 1024
 
 
-# ---------------------------------------------------------------------------- section 5.2.2, example 5-3
+# ---------------------------------------------------------------------------- output tiles in shared memory
 
 
 @pytest.mark.parametrize("tile, local_kib, traffic_mib, intensity, mfu", [
@@ -31,7 +32,7 @@ def test_section_5_2_2_output_tile(tile, local_kib, traffic_mib, intensity, mfu)
     assert est.dram_bytes == traffic_mib * MiB
     assert k.dram_bytes == traffic_mib * MiB
     assert k.flops == 2 * ch.M * ch.K * ch.N  # about 103 GFLOP
-    # NOTE: the chapter divides the rounded "103 GFLOPs" (103e9 / 3096 MiB = 31.73 -> 31.7);
+    # NOTE: the worked example divides the rounded "103 GFLOPs" (103e9 / 3096 MiB = 31.73 -> 31.7);
     # the exact 2MKN = 103.08e9 gives 31.75 for the 64 x 64 tile
     assert round(103e9 / k.dram_bytes, 1) == intensity
     assert k.arithmetic_intensity == pytest.approx(intensity, abs=0.06)
@@ -60,7 +61,7 @@ def test_section_5_2_2_is_memory_bound_at_every_tile():
 
 def test_section_5_4_5_resident_blocks_on_the_rtx_pro_6000():
     """24 KiB and 80 KiB working sets: 4 and 1 blocks per SM in 100 KB of shared memory
-    with 1 KiB reserved per block (chapter 5.4.5)."""
+    with 1 KiB reserved per block (docs/hardware.md)."""
     for tile, blocks in ((64, 4), (128, 1)):
         (k,) = tc.estimate(ch.section_5_2_2(tile), target="rtx_pro_6000").kernels
         assert k.blocks_per_sm_by["shared_memory"] == blocks
@@ -69,13 +70,13 @@ def test_section_5_4_5_resident_blocks_on_the_rtx_pro_6000():
 def test_section_5_4_5_double_buffered_working_sets():
     """Doubling the input buffers: 32 KiB and 96 KiB, 3 and 1 blocks per SM.
     NOTE: tcomp's double_buffer() stages the next tile in registers, not in a second
-    shared buffer, so this is the residency rule applied to the chapter's working sets."""
+    shared buffer, so this is the residency rule applied to the worked example's working sets."""
     for smem, blocks in ((32 * KiB, 3), (96 * KiB, 1)):
         by, _, _ = tc.cost.residency(tc.cost.RTX_PRO_6000, threads=256, regs=32, smem=smem)
         assert by["shared_memory"] == blocks
 
 
-# ---------------------------------------------------------------------------- example 5-4, figure 5-15
+# ---------------------------------------------------------------------------- unfused elementwise kernels
 
 
 @pytest.mark.parametrize("fused_steps, launches, total_mib", [(0, 2, 120), (2, 1, 72)])
@@ -108,12 +109,12 @@ def test_figure_5_15_all_fused_is_inputs_and_output_only():
     assert est.bytes_by_tensor == {"G": 24 * MiB, "U": 24 * MiB, "Q": 12 * MiB}
 
 
-# ---------------------------------------------------------------------------- example 5-8
+# ---------------------------------------------------------------------------- a quantized matmul
 
 
 def _without_row_scale(est):
-    # "The 444/620 MiB counts include A, W, and the output; the auxiliary read/write
-    # for row scale is covered separately" (the chapter's note 15)
+    # the worked example's 444 and 620 MiB count A, W and the output only; the row
+    # scale's own reads and writes are left out
     return est.dram_bytes - est.bytes_by_tensor["R"]
 
 
@@ -151,7 +152,7 @@ def test_example_5_8_fusion_adds_about_40_percent():
     assert round(fused / separate - 1, 2) == 0.40
 
 
-# ---------------------------------------------------------------------------- section 5.1.5
+# ---------------------------------------------------------------------------- residency and latency hiding on the H100
 
 
 def test_section_5_1_5_residency_on_the_h100():
@@ -196,7 +197,7 @@ def test_section_5_1_5_accumulator_in_registers_moves_the_limit():
     assert blocks == 2 and limited == ("registers",)
 
 
-# ---------------------------------------------------------------------------- the worklog's kernel 3
+# ---------------------------------------------------------------------------- the SGEMM ladder's kernel 3
 
 
 def test_worklog_kernel_3_occupancy_on_the_rtx_a6000():

@@ -58,7 +58,7 @@ def test_h200_figures():
     assert t.dram_bw_datasheet == 4.8e12 and t.dram_bw_measured == 4.2e12
     assert t.fp32_flops == 67e12 and t.matrix_flops_bf16 == 989e12
     assert t.l2_bytes == 60 * MiB  # the device reports 60 MiB (benchmarks/l2_bandwidth.py)
-    assert round(t.ridge_bf16) == 206  # device/H200.md: "about 206 FLOP per byte in dense bf16"
+    assert round(t.ridge_bf16) == 206  # 989 TFLOP/s over 4.8 TB/s (docs/hardware.md)
 
 
 def test_target_replace():
@@ -94,7 +94,7 @@ def test_estimate_is_a_frozen_record():
 
 
 def test_uncached_loads_count_each_warp_instruction():
-    """The worklog's naive kernel: every thread streams its row of A and column of B from
+    """The SGEMM ladder's naive kernel: every thread streams its row of A and column of B from
     device memory; a warp's 32 lanes share B[k, col] (one broadcast element)."""
     n = 1024
     (k,) = tc.estimate(ladder("naive", n)).kernels
@@ -117,7 +117,7 @@ def test_the_l2_serves_the_tiles_that_the_blocks_of_one_wave_share():
     """The same kernel: blocks start in order of their linear index (blockIdx.x, the
     column block, fastest), SMs x blocks-per-SM at a time. Blocks of one wave in one block
     row share their A tile, and in one block column their B tile: the device reads each
-    once per wave, and the L2 serves the rest. The chapter's count is kept beside it."""
+    once per wave, and the L2 serves the rest. The count without the L2 is kept beside it."""
     n = 2048
     (k,) = tc.estimate(blocktile(n, BM=128, BN=128, BK=8, TM=8, TN=8)).kernels
     wave = H200.sms * k.blocks_per_sm
@@ -227,7 +227,7 @@ def test_wave_quantization():
 
 
 def test_latency_bound_with_one_thread_per_block():
-    """The row max of example 5-8 as one thread a row: 4096 loads in sequence per thread."""
+    """The row max of the quantized matmul (example_5_8) as one thread a row: 4096 loads in sequence per thread."""
     rowmax = tc.estimate(ch.example_5_8(fused=True)).kernels[0]
     assert rowmax.threads_per_block == 1
     assert rowmax.bound == "latency"

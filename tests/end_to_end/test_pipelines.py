@@ -1,4 +1,4 @@
-"""The headline workloads of DESIGN.md end to end, scheduled the way the design shows,
+"""The headline workloads end to end, scheduled the way docs/language.md shows,
 and a small randomized sweep of legal schedules of matmul + SiLU + quantize."""
 
 import random
@@ -13,7 +13,7 @@ from workloads import check_float, check_int8, int_sentinel, matmul_silu_quant, 
 
 
 def _llm_layer(M, N, K):
-    """DESIGN.md section 1: bf16 inputs, fp32 accumulation, a bf16 rounding point, SiLU, int8."""
+    """The bf16 FFN pipeline: bf16 inputs, fp32 accumulation, a bf16 rounding point, SiLU, int8."""
     return algorithms.ffn_bf16(M, N, K, 0.05)
 
 
@@ -167,7 +167,7 @@ def test_random_schedules_compute_the_algorithm(seed):
 
 @pytest.mark.gpu
 def test_design_example_on_the_gpu(rng):
-    """The same pipeline at a size worth a GPU, 128 x 128 tiles as in DESIGN.md."""
+    """The same pipeline at a size worth a GPU, 128 x 128 tiles."""
     M, N, K = 256, 384, 128
     A, W, C, Cb, Y, Q = _llm_layer(M, N, K)
     s = tc.create_schedule(Q)

@@ -120,7 +120,7 @@ def chain(M=6, N=8):
 
 
 def ffn_bf16(M=8, N=8, K=16, scale=0.02):
-    """DESIGN.md's pipeline: C = A @ W in float32 from bf16, Cb = bf16(C), Y = silu(Cb),
+    """The bf16 FFN pipeline: C = A @ W in float32 from bf16, Cb = bf16(C), Y = silu(Cb),
     Q = quantize(Y, scale, int8)."""
     return algorithms.ffn_bf16(M, N, K, scale)
 

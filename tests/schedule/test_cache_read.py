@@ -55,7 +55,7 @@ def test_cache_read_golden_cooperative_fill():
 
 
 def _shared_matmul(s, w, tile=8, bk=4):
-    """The worklog's kernel 3: shared tiles of A and W, each filled by the whole block."""
+    """The SGEMM ladder's kernel 3 (docs/references.md): shared tiles of A and W, each filled by the whole block."""
     C = w["C"]
     CL = s.cache_write(C, "local")
     AS = s.cache_read(w["A"], "shared", [s[CL]])

@@ -45,7 +45,7 @@ def test_cache_write_golden_register_accumulator():
 
 
 def test_cache_write_local_per_thread_with_tails(rng):
-    """The worklog's kernel 2 on 13 x 11 in 8 x 8 tiles."""
+    """The SGEMM ladder's kernel 2 (docs/references.md) on 13 x 11 in 8 x 8 tiles."""
     w = matmul(13, 11, 9)
     C = w["C"]
     s = w.schedule()
@@ -63,7 +63,7 @@ def test_cache_write_local_per_thread_with_tails(rng):
 
 
 def test_cache_write_local_register_tile(rng):
-    """Each thread accumulates a 2 x 2 block of C in registers (the worklog's kernel 5)."""
+    """Each thread accumulates a 2 x 2 block of C in registers (the SGEMM ladder's kernel 5)."""
     w = matmul(12, 10, 6)
     C = w["C"]
     s = w.schedule()

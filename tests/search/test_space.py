@@ -217,7 +217,7 @@ def test_a_row_reduction_gets_a_block_per_row_and_matches(rng):
 
 
 def _quantized_operand_matmul(M=32, K=64, N=32):
-    """The chapter's example 5-8 in small: A quantized to fp8 with its row's max, then
+    """The quantized matmul of tests/cost/chapter.py (example_5_8) in small: A quantized to fp8 with its row's max, then
     multiplied by an fp8 W."""
     A = tc.placeholder((M, K), "float16", name="A")
     W = tc.placeholder((K, N), "float8_e4m3", name="W")
