@@ -80,3 +80,11 @@ def test_generated_code_evaluate_and_float64_agree(name, rng):
     evaluated = tc.evaluate(O, {X: x})
     check_float(evaluated, want, rtol=2e-6, atol=1e-6)
     check_float(run(s, [x]), want, rtol=2e-6, atol=1e-6)
+
+
+def test_the_language_reference_lists_every_function():
+    from pathlib import Path
+
+    reference = (Path(__file__).resolve().parents[2] / "docs" / "language.md").read_text()
+    for name, fn in SCALAR_FUNCTIONS.items():
+        assert f"| `tc.{name}(" in reference and f"| {fn.instructions} |" in reference, name
