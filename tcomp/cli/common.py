@@ -85,7 +85,7 @@ def prepare(args, progress: Progress | None = None):
     Returns ``(schedule, out, shape, description of the schedule)``.
     """
     import tcomp as tc
-    from ..workload import apply_schedule, load_schedule, load_workload, parse_shape
+    from ..workload import apply_schedule, load_schedule, load_workload, parse_shape, warn_default_schedule
 
     workload = load_workload(args.file)
     out, shape = workload.build_algorithm(parse_shape(args.shape))
@@ -96,6 +96,7 @@ def prepare(args, progress: Progress | None = None):
         fn, where = workload.schedule, f"{args.file}:schedule"
     else:
         fn, where = None, "none (every stage at root: the default schedule)"
+        warn_default_schedule(args.file)
     if fn is not None:
         apply_schedule(s, out, fn, where=f"schedule {where}")
     return s, out, shape, where

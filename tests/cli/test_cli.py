@@ -183,6 +183,24 @@ def test_check_a_schedule_that_cannot_be_built_exits_1(tmp_path, capsys):
     assert "the schedule cannot be built (CapacityError" in out and "2048 threads per block" in out, out
 
 
+UNSCHEDULED_WORKLOAD = SMALL_WORKLOAD.split("\n\ndef schedule")[0] + "\n"
+
+
+def test_a_workload_without_a_schedule_says_so_and_points_at_autoschedule(tmp_path, capsys):
+    wl = write(tmp_path, "wl.py", UNSCHEDULED_WORKLOAD)
+    assert cli.main(["check", wl, "--shape", "M=8,N=8,K=4"]) == 0
+    err = capsys.readouterr().err
+    assert f"tcomp check: warning: {wl} defines no schedule(s, out)" in err, err
+    assert "one thread" in err and f"tcomp autoschedule {wl}" in err
+    assert "Traceback" not in err and "warnings.warn" not in err
+
+
+def test_a_workload_with_a_schedule_raises_no_warning(tmp_path, capsys):
+    wl = write(tmp_path, "wl.py", SMALL_WORKLOAD)
+    assert cli.main(["check", wl, "--shape", "M=16,N=16,K=4"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_check_unknown_shape_parameter(tmp_path, capsys):
     wl = write(tmp_path, "wl.py", SMALL_WORKLOAD)
     assert cli.main(["check", wl, "--shape", "X=3"]) == 2
