@@ -264,6 +264,33 @@ def test_demo_runs_in_the_simulator():
     assert "max abs difference:" in out
 
 
+ELEMENTWISE_WORKLOAD = '''
+import tcomp as tc
+
+
+def algorithm(M=64, N=64):
+    X = tc.placeholder((M, N), "float32", name="X")
+    Y = tc.placeholder((M, N), "float32", name="Y")
+    return tc.compute((M, N), lambda i, j: tc.silu(X[i, j]) * Y[i, j], name="Z")
+
+
+def schedule(s, out):
+    i, j = s[out].axis
+    s[out].bind(i, "blockIdx.x")
+    s[out].bind(j, "threadIdx.x")
+'''
+
+
+def test_demo_runs_a_workload_without_a_k_axis(tmp_path):
+    wl = write(tmp_path, "elementwise.py", ELEMENTWISE_WORKLOAD)
+    proc = run_cli("demo", "--file", wl)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "shape:    M=32, N=32" in proc.stdout  # the demo's small sizes for the keywords it takes
+    assert "output Z (32, 32) float32:" in proc.stdout and "result: matches tc.evaluate" in proc.stdout
+    proc = run_cli("demo", "--file", wl, "--shape", "M=8")
+    assert proc.returncode == 0 and "shape:    M=8, N=64" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_demo_bad_shape_is_a_user_error():
     proc = run_cli("demo", "--shape", "M=16,Z=3")
     assert proc.returncode == 2
