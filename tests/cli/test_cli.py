@@ -68,6 +68,47 @@ def test_help_exits_zero(command, capsys):
         assert command[0] in out
 
 
+def _target_options():
+    """``(command, its parser, its --target action)`` for every command that takes a target."""
+    import argparse
+
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            if "--target" in action.option_strings:
+                yield name, sub, action
+
+
+def test_every_command_with_a_target_lists_the_target_modules_names():
+    import re
+
+    from tcomp.target import gpus
+
+    names = gpus.target_names()
+    spellings = set(names) | set(gpus._ALIASES)  # every way of writing a target that tcomp knows
+    found = list(_target_options())
+    assert {name for name, _, _ in found} >= {"autoschedule", "explain"}
+    for command, sub, action in found:
+        assert tuple(action.choices) == names, command
+        help_text = " ".join(sub.format_help().split())
+        assert ", ".join(names) in help_text, (command, help_text)
+        mentioned = {word for word in re.findall(r"[\w-]+", help_text) if word in spellings}
+        assert mentioned == set(names), (command, mentioned)
+
+
+@pytest.mark.parametrize("command", ["autoschedule", "explain"])
+def test_a_target_is_validated_by_the_command_line(command, capsys):
+    parser = cli.build_parser()
+    assert parser.parse_args([command, str(EXAMPLE), "--target", "a6000"]).target == "rtx_a6000"
+    assert parser.parse_args([command, str(EXAMPLE), "--target", "H100"]).target == "h100"
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args([command, str(EXAMPLE), "--target", "h300"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown target 'h300'; choose one of h200, h100, rtx_a6000, rtx_pro_6000" in err
+
+
 def test_no_command_prints_usage_and_exits_2(capsys):
     assert cli.main([]) == 2
     assert "usage: tcomp" in capsys.readouterr().err
