@@ -102,7 +102,7 @@ def run(args) -> int:
     else:
         note = "one call"
     with progress.step(f"running on {where_run} ({note})"):
-        mod(*feeds.values(), *results)
+        mod(*[feeds[p] for p in tc.inputs(outs)], *results)  # NOTE: the module's order, not the traversal's
     with progress.step("computing the reference with tc.evaluate (numpy)"):
         refs = [tc.evaluate(t, feeds) for t in outs]
 

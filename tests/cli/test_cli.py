@@ -332,6 +332,14 @@ def test_demo_runs_a_workload_without_a_k_axis(tmp_path):
     assert proc.returncode == 0 and "shape:    M=8, N=64" in proc.stdout, proc.stdout + proc.stderr
 
 
+def test_demo_passes_the_inputs_in_the_modules_order(tmp_path):
+    """B is read before A, so the traversal meets B first; the module takes A first."""
+    wl = write(tmp_path, "difference.py", ELEMENTWISE_WORKLOAD.replace(
+        "tc.silu(X[i, j]) * Y[i, j]", "Y[i, j] - X[i, j]"))
+    proc = run_cli("demo", "--file", wl, "--shape", "M=4,N=8")
+    assert proc.returncode == 0 and "result: matches tc.evaluate" in proc.stdout, proc.stdout + proc.stderr
+
+
 def test_demo_bad_shape_is_a_user_error():
     proc = run_cli("demo", "--shape", "M=16,Z=3")
     assert proc.returncode == 2
