@@ -11,15 +11,15 @@ Public API (docs/language.md)::
 
 from .errors import (ArgumentError, CapacityError, CodegenError, DriverError, IllegalScheduleError, InternalError,
                      LanguageError, LoweringError, ScheduleError, TcompError)
-from .lang import (SCALAR_FUNCTION_API, IterVar, Tensor, cast, clamp, compute, evaluate, max, maximum, min, minimum,
-                   placeholder, quantize, reduce_axis, sum)
+from .lang import (SCALAR_FUNCTION_API, IterVar, Tensor, cast, clamp, compute, evaluate, inputs, max, maximum, min,
+                   minimum, placeholder, quantize, reduce_axis, sum)
 
 globals().update(SCALAR_FUNCTION_API)  # tc.exp, tc.silu, ...: one per entry of tcomp.ir.functions
 
 __all__ = [
     "ArgumentError", "CapacityError", "CodegenError", "DriverError", "IllegalScheduleError", "InternalError",
     "LanguageError", "LoweringError", "ScheduleError", "TcompError",
-    "IterVar", "Tensor", "cast", "clamp", "compute", "evaluate", "max", "maximum", "min",
+    "IterVar", "Tensor", "cast", "clamp", "compute", "evaluate", "inputs", "max", "maximum", "min",
     "minimum", "placeholder", "quantize", "reduce_axis", "sum", *SCALAR_FUNCTION_API,
 ]
 

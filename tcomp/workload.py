@@ -11,7 +11,9 @@ and may define a hand schedule ``schedule(s, out)``. A schedule file
 
 Every problem with such a file (missing, does not parse, lacks ``algorithm``, a
 schedule that raises) is a :class:`WorkloadError`, a ``tc.TcompError``, whose message
-names the file and, where there is one, the line.
+names the file and, where there is one, the line. A workload used without any schedule
+(no ``schedule`` in the file, none given) runs one GPU thread a kernel: that is said with
+a :class:`DefaultScheduleWarning` that points at ``tcomp autoschedule``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import itertools
 import os
 import sys
 import traceback
+import warnings
 from dataclasses import dataclass
 from types import ModuleType
 from typing import Callable
@@ -33,6 +36,10 @@ _counter = itertools.count()
 
 class WorkloadError(TcompError):
     """A workload or schedule file cannot be loaded or used."""
+
+
+class DefaultScheduleWarning(UserWarning):
+    """A workload runs with the default schedule: every stage at root, one thread a kernel."""
 
 
 def _load_file(path: str, what: str) -> ModuleType:
@@ -151,6 +158,15 @@ def load_workload(path: str) -> Workload:
     return Workload(os.fspath(path), module)
 
 
+def warn_default_schedule(path: str) -> None:
+    """Say that the workload file ``path`` runs with the default schedule, and how to get a
+    better one (a :class:`DefaultScheduleWarning`)."""
+    warnings.warn(f"{path} defines no schedule(s, out) and none was given: every stage runs at root, one "
+                  "thread computing each kernel's whole output (correct, and very slow on a GPU). Search for a "
+                  f"schedule with `tcomp autoschedule {path} --out SCHEDULE.py` and pass it with --schedule "
+                  "SCHEDULE.py, or write schedule(s, out) in the file.", DefaultScheduleWarning, stacklevel=2)
+
+
 def default_shape(algorithm: Callable) -> dict:
     """The keyword defaults of ``algorithm``'s signature: ``{"M": 1024, ...}``."""
     return {name: p.default for name, p in inspect.signature(algorithm).parameters.items()
@@ -236,5 +252,5 @@ def apply_schedule(s, out, schedule_fn: Callable, where: str = "the schedule") -
         raise WorkloadError(f"{where} failed to replay ({loc}): {type(err).__name__}: {err}") from None
 
 
-__all__ = ["Workload", "WorkloadError", "apply_schedule", "default_shape", "load_schedule", "load_workload",
-           "parse_shape"]
+__all__ = ["DefaultScheduleWarning", "Workload", "WorkloadError", "apply_schedule", "default_shape",
+           "load_schedule", "load_workload", "parse_shape", "warn_default_schedule"]

@@ -21,6 +21,7 @@ must be able to set ``NUMBA_ENABLE_CUDASIM=1`` before numba reads its configurat
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 import warnings
 
@@ -49,6 +50,24 @@ def _version() -> str:
         return "(not installed)"
 
 
+@contextlib.contextmanager
+def _tcomp_warnings_on_stderr(command: str):
+    """Show tcomp's own warnings (a workload without a schedule, a corrupt tuning
+    database line) as one ``tcomp COMMAND: warning: ...`` line on stderr, without the
+    source line that Python's default display adds; other warnings as usual."""
+    with warnings.catch_warnings():
+        shown = warnings.showwarning
+
+        def show(message, category, filename, lineno, file=None, line=None):
+            if category.__module__.split(".")[0] != "tcomp":
+                return shown(message, category, filename, lineno, file, line)
+            lead = "\n" if command == "demo" else ""  # NOTE: a demo progress line ends in "..." until done
+            print(f"{lead}tcomp {command}: warning: {message}", file=sys.stderr, flush=True)
+
+        warnings.showwarning = show
+        yield
+
+
 def main(argv=None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -61,7 +80,8 @@ def main(argv=None) -> int:
     # progress line; that is expected here and says nothing about the schedule.
     warnings.filterwarnings("ignore", message=r"(?s).*will likely result in GPU under-utilization")
     try:
-        return args.func(args)
+        with _tcomp_warnings_on_stderr(args.command):
+            return args.func(args)
     except TcompError as err:
         print(f"\ntcomp {args.command}: error: {err}" if args.command == "demo" else
               f"tcomp {args.command}: error: {err}", file=sys.stderr, flush=True)

@@ -14,7 +14,7 @@ import datetime
 import os
 import tempfile
 
-from .common import fall_back_to_simulator, format_shape
+from .common import add_target_arg, fall_back_to_simulator, format_shape
 
 #: rows of the final table
 TABLE_ROWS = 5
@@ -36,8 +36,7 @@ def add_parser(sub) -> None:
     p.add_argument("--out", metavar="PATH", help="write the winner here as a schedule file")
     p.add_argument("--db", metavar="PATH", help="tuning database (JSON lines; default: tuning.jsonl in the tcomp "
                    "cache directory, $TCOMP_CACHE_DIR or ~/.cache/tcomp)")
-    p.add_argument("--target", default="h200", metavar="NAME",
-                   help="cost model target: h200 (default), h100, a6000, rtx-pro-6000")
+    add_target_arg(p, "the GPU the cost model ranks for")
     p.add_argument("--model-only", action="store_true", help="rank with the cost model alone; measure nothing")
     p.add_argument("--workers", type=int, metavar="N", help="processes that screen and build (default: all cores)")
     p.add_argument("--gpus", type=int, metavar="N", help="measuring workers, each keeping one device (default: one "

@@ -62,7 +62,7 @@ def run(args) -> int:
         name = next((n for n, d in DEVICE_STORAGE.items() if host_dtype(n) == a.dtype), None)
         return a.view(DEVICE_STORAGE[name]) if name else a
 
-    d_in = [cuda.to_device(storage(a)) for a in feeds.values()]
+    d_in = [cuda.to_device(storage(feeds[p])) for p in tc.inputs(outs)]  # NOTE: the module's argument order
     d_out = [cuda.device_array(t.shape, dtype=DEVICE_STORAGE.get(t.dtype, host_dtype(t.dtype))) for t in outs]
     args_dev = (*d_in, *d_out)
 

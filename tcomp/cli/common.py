@@ -85,7 +85,7 @@ def prepare(args, progress: Progress | None = None):
     Returns ``(schedule, out, shape, description of the schedule)``.
     """
     import tcomp as tc
-    from ..workload import apply_schedule, load_schedule, load_workload, parse_shape
+    from ..workload import apply_schedule, load_schedule, load_workload, parse_shape, warn_default_schedule
 
     workload = load_workload(args.file)
     out, shape = workload.build_algorithm(parse_shape(args.shape))
@@ -96,6 +96,7 @@ def prepare(args, progress: Progress | None = None):
         fn, where = workload.schedule, f"{args.file}:schedule"
     else:
         fn, where = None, "none (every stage at root: the default schedule)"
+        warn_default_schedule(args.file)
     if fn is not None:
         apply_schedule(s, out, fn, where=f"schedule {where}")
     return s, out, shape, where
@@ -115,6 +116,28 @@ def launch_threads(mod) -> int:
     from ..validation import launch_threads as program_threads
 
     return program_threads(mod.program)
+
+
+def target_name(text: str) -> str:
+    """``--target``'s type: the target module's name for ``text`` (any case, or an alias
+    such as ``a6000``); an unknown one is a usage error (exit status 2) naming the choices."""
+    from ..errors import TcompError
+    from ..target.gpus import get_target, target_names
+
+    try:
+        return get_target(text).name
+    except TcompError:
+        raise argparse.ArgumentTypeError(f"unknown target {text!r}; choose one of {', '.join(target_names())}") \
+            from None
+
+
+def add_target_arg(p: argparse.ArgumentParser, what: str) -> None:
+    """``--target NAME``, one of the target module's names (``tcomp.target.target_names``),
+    the same in every command's help and validation; ``what`` says what it is for."""
+    from ..target.gpus import DEFAULT_TARGET, target_names
+
+    p.add_argument("--target", default=DEFAULT_TARGET.name, type=target_name, choices=target_names(),
+                   metavar="NAME", help=f"{what}: one of %(choices)s (default %(default)s)")
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:

@@ -22,14 +22,29 @@ def _find_demo_file() -> Path | None:
     return None
 
 
+def demo_shape(path: str, requested: str | None) -> str:
+    """The shape the demo runs ``path`` at: ``requested`` (``--shape``) where given, else
+    ``DEMO_SHAPE``'s small sizes for the shape keywords that its ``algorithm()`` takes
+    (an elementwise workload has no ``K``); its own defaults fill in the rest."""
+    if requested:
+        return requested
+    import inspect
+
+    from ..workload import load_workload, parse_shape
+
+    takes = inspect.signature(load_workload(path).algorithm).parameters
+    return ",".join(f"{name}={size}" for name, size in parse_shape(DEMO_SHAPE).items() if name in takes)
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "demo", help="compile and run matmul + SiLU + int8 quantization end to end",
         description="Build examples/matmul_silu_quant.py at a small shape with its hand schedule, print the "
                     "loop nest and the generated Numba CUDA source, run it on random inputs and compare with "
                     "tc.evaluate. Without a GPU it runs in Numba's CUDA simulator.")
-    p.add_argument("--shape", default=DEMO_SHAPE, metavar="M=..,N=..,K=..",
-                   help=f"problem shape (default {DEMO_SHAPE}; the simulator runs about "
+    p.add_argument("--shape", metavar="M=..,N=..,K=..",
+                   help=f"problem shape (default {DEMO_SHAPE} for the shape keywords the workload's algorithm() "
+                        f"takes; its own defaults for any other; the simulator runs about "
                         f"{SIM_THREADS_PER_SECOND} threads a second, so keep it small without a GPU)")
     p.add_argument("--file", metavar="PATH", help=f"another workload file (default examples/{DEMO_FILE})")
     p.add_argument("--schedule", metavar="PATH", help="a schedule file instead of the workload's own schedule")
@@ -50,6 +65,8 @@ def run(args) -> int:
                                 "folder (tcomp demo runs from a source checkout installed with pip install -e .); "
                                 "give a workload with --file PATH")
         args.file = str(found)
+
+    args.shape = demo_shape(args.file, args.shape)
 
     with progress.step("importing numba"):
         import numpy as np
@@ -85,7 +102,7 @@ def run(args) -> int:
     else:
         note = "one call"
     with progress.step(f"running on {where_run} ({note})"):
-        mod(*feeds.values(), *results)
+        mod(*[feeds[p] for p in tc.inputs(outs)], *results)  # NOTE: the module's order, not the traversal's
     with progress.step("computing the reference with tc.evaluate (numpy)"):
         refs = [tc.evaluate(t, feeds) for t in outs]
 

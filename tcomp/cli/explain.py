@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_workload_args, format_shape, prepare, section
+from .common import add_target_arg, add_workload_args, format_shape, prepare, section
 
 
 def add_parser(sub) -> None:
@@ -14,8 +14,7 @@ def add_parser(sub) -> None:
                     "occupancy, waves, roofline, bytes in flight against Little's law, the terms of the "
                     "predicted time and which one binds; then the totals. Needs no GPU.")
     add_workload_args(p)
-    p.add_argument("--target", default="h200", metavar="NAME",
-                   help="GPU to estimate for: h200 (default), h100, rtx_a6000, rtx_pro_6000")
+    add_target_arg(p, "the GPU to estimate for")
     p.add_argument("--regs", type=int, default=None, metavar="N",
                    help="registers per thread, when known (from ptxas -v); default: estimated from the "
                         "schedule's local buffers")
@@ -25,13 +24,9 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     import tcomp as tc
 
-    from ..cost import TARGETS, get_target
-    from ..workload import WorkloadError
+    from ..target import get_target
 
-    try:
-        target = get_target(args.target)
-    except tc.TcompError:
-        raise WorkloadError(f"unknown target {args.target!r}; choose one of {', '.join(TARGETS)}") from None
+    target = get_target(args.target)  # NOTE: one of target_names(), as argparse checked
     s, out, shape, where = prepare(args)
     print(f"workload: {args.file}\nshape:    {format_shape(shape)}\nschedule: {where}", flush=True)
     section("loop nest (tc.lower)")

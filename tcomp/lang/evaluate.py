@@ -1,4 +1,7 @@
-"""The numpy reference of an algorithm: ``tc.evaluate(out, {placeholder: array})``.
+"""The numpy reference of an algorithm: ``tc.evaluate(out, {placeholder: array})``, and
+``tc.inputs(out)``, the placeholders it needs in the built module's argument order.
+
+``feeds`` may key an input by its placeholder or by its name (``{"A": a}``).
 
 No schedule is involved. Each compute is evaluated over its whole shape with
 numpy index arrays; a reduction accumulates in the dtype its expression has
@@ -25,19 +28,86 @@ from .tensor import ComputeOp, Reduce, Tensor, TensorRead, placeholders_of, tens
 _CHUNK_ELEMENTS = 1 << 22
 
 
+def inputs(out) -> list:
+    """The placeholders that ``out`` (an output tensor, or a list of them) is computed
+    from, in the order a module built from it takes them: ``mod(*inputs, *outputs)``.
+
+    ::
+
+        A = tc.placeholder((M, K), "float32", name="A")
+        W = tc.placeholder((K, N), "float32", name="W")
+        C = tc.compute((M, N), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+        tc.inputs(C)                                   # [A, W]
+        ref = tc.evaluate(C, dict(zip(tc.inputs(C), arrays)))
+    """
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    found: list = []
+    for t in outs:
+        if not isinstance(t, Tensor):
+            raise ArgumentError(f"tc.inputs expects a tensor or a list of tensors, got {type(t).__name__}")
+        found += [p for p in placeholders_of(t) if p not in found]
+    return sorted(found, key=lambda p: p.op.order)
+
+
 def evaluate(out: Tensor, feeds: dict) -> np.ndarray:
-    """Compute ``out`` from the placeholder values in ``feeds`` with numpy."""
+    """Compute ``out`` from the placeholder values in ``feeds`` with numpy.
+
+    ``feeds`` maps each input of ``out`` (``tc.inputs(out)``), or its name, to an array
+    of its shape and dtype: ``{A: a, W: w}`` or ``{"A": a, "W": w}``. Other placeholders
+    given as tensors are ignored (one feed may serve several outputs); a name that is
+    not an input of ``out`` is an error."""
     if not isinstance(out, Tensor):
         raise ArgumentError(f"tc.evaluate expects a tensor, got {type(out).__name__}")
-    values: dict = {}
-    for p in placeholders_of(out):
-        if p not in feeds:
-            raise ArgumentError(f"tc.evaluate: no value given for placeholder {p.name}")
-        values[p] = _check_feed(p, feeds[p])
+    values = {p: _check_feed(p, value) for p, value in _feeds_by_placeholder(out, feeds).items()}
     for t in tensor_inputs(out):
         if isinstance(t.op, ComputeOp):
             values[t] = _evaluate_compute(t, values)
     return values[out]
+
+
+def _feeds_by_placeholder(out: Tensor, feeds: dict) -> dict:
+    """``feeds`` keyed by the placeholders of ``out``: a name is looked up among its
+    inputs; an unknown name, an input given twice or left out is an ArgumentError."""
+    expected = inputs(out)
+    by_placeholder: dict = {}
+    for key, value in feeds.items():
+        if isinstance(key, str):
+            p = _input_named(out, expected, key)
+        elif isinstance(key, Tensor):
+            if key not in expected:
+                continue  # NOTE: a placeholder of another output fed from the same dict
+            p = key
+        else:
+            raise ArgumentError(f"tc.evaluate: feed keys are placeholders or their names, got a "
+                                f"{type(key).__name__} ({key!r}); {out.name}'s inputs are {_listed(expected)}")
+        if p in by_placeholder:
+            raise ArgumentError(f"tc.evaluate: input {p.name} is given twice (as the placeholder and by its name)")
+        by_placeholder[p] = value
+    missing = [p for p in expected if p not in by_placeholder]
+    if missing:
+        raise ArgumentError(f"tc.evaluate: no value for input {', '.join(p.name for p in missing)} of {out.name}; "
+                            f"it needs {_listed(expected)} (tc.inputs({out.name}), in that order), keyed by "
+                            f"placeholder or by name")
+    return by_placeholder
+
+
+def _input_named(out: Tensor, expected: list, name: str) -> Tensor:
+    """The input of ``out`` named ``name``, or an ArgumentError saying what it is instead."""
+    named = [p for p in expected if p.name == name]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise ArgumentError(f"tc.evaluate: {len(named)} inputs of {out.name} are named {name!r}; "
+                            f"key them by placeholder (tc.inputs({out.name}) lists them in order)")
+    if any(t.name == name and isinstance(t.op, ComputeOp) for t in tensor_inputs(out)):
+        raise ArgumentError(f"tc.evaluate: {name!r} is a computed tensor of {out.name}, not an input; "
+                            f"{out.name}'s inputs are {_listed(expected)}")
+    raise ArgumentError(f"tc.evaluate: {name!r} is not an input of {out.name}; its inputs are {_listed(expected)}")
+
+
+def _listed(placeholders: list) -> str:
+    """``A (4, 8) float32, W (8, 2) float32``."""
+    return ", ".join(f"{p.name} {tuple(p.shape)} {p.dtype}" for p in placeholders) or "none"
 
 
 def _check_feed(p: Tensor, value) -> np.ndarray:

@@ -15,10 +15,12 @@ The procedure (docs/architecture.md, "Search"), one step per stage, in this orde
 
 A second search of the same workload on the same target starts from the database:
 candidates measured before are not measured again, and with ``trials=0`` the best record
-is returned at once. A record written by another tcomp version is re-measured (replayed
-and validated) before it can win. Without a GPU, or with ``model_only``, the rank alone
-decides and the winner is validated in the simulator (or on the GPU) at the algorithm's
-shape; ``measured`` is then None.
+is returned at once (the fastest measured; with ``model_only`` or no GPU, else the best
+predicted that a model-only search validated), nothing screened or measured. A record
+written by another tcomp version is re-measured (replayed and validated) before it can
+win. Without a GPU, or with ``model_only``, the rank alone decides and the winner is
+validated in the simulator (or on the GPU) at the algorithm's shape; ``measured`` is
+then None.
 """
 
 from __future__ import annotations
@@ -95,12 +97,10 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
     measuring = not model_only and _can_measure()
     database = TuningDatabase(db)
     key = workload_key(out)
-    if trials == 0 and measuring:
-        best = database.best(key, current_target())
-        if best is not None and best.tcomp_version == tcomp_version():
-            return SearchResult(_winner_schedule(out, best.schedule), best.schedule, best.predicted, best.measured,
-                                [best], spread=best.spread, validated="matched the reference when it was measured",
-                                description="the best record of the tuning database")
+    if trials == 0:
+        recorded = _recorded_best(out, database, key, measuring)
+        if recorded is not None:
+            return recorded
     progress.stage("screening")
     pool = _Pool(space, Screener(space, workers, target), progress)
     pool.draw(rng, max(MIN_DRAWS, DRAWS_PER_TRIAL * trials))
@@ -112,6 +112,32 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
         return search.run(rng, trials)
     finally:
         search.close()
+
+
+def _recorded_best(out, database: TuningDatabase, key: str, measuring: bool) -> SearchResult | None:
+    """What ``trials=0`` returns: the best record of this tcomp version for ``out`` on this
+    target, nothing screened or measured; None when the database holds none.
+
+    The fastest measured ``ok`` record wins. A search that may not measure (``model_only``,
+    no GPU) also accepts the best-predicted ``ok`` record, which a model-only search
+    validated against the reference before it recorded it. Reading the database reports
+    every corrupt line with a TuningDatabaseWarning, whichever way the search runs.
+    """
+    current = [r for r in database.records(key, current_target())
+               if r.status == "ok" and r.tcomp_version == tcomp_version()]
+    measured = [r for r in current if r.measured is not None]
+    if measured:
+        best = min(measured, key=lambda r: r.measured)
+        how = "matched the reference when it was measured"
+    else:
+        predicted = [r for r in current if r.predicted is not None] if not measuring else []
+        if not predicted:
+            return None
+        best = min(predicted, key=lambda r: r.predicted)
+        how = "matched the reference when it was recorded (a model-only search)"
+    return SearchResult(_winner_schedule(out, best.schedule), best.schedule, best.predicted, best.measured,
+                        [best], spread=best.spread, validated=how,
+                        description="the best record of the tuning database")
 
 
 def _can_measure() -> bool:

@@ -68,6 +68,47 @@ def test_help_exits_zero(command, capsys):
         assert command[0] in out
 
 
+def _target_options():
+    """``(command, its parser, its --target action)`` for every command that takes a target."""
+    import argparse
+
+    parser = cli.build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, sub in commands.choices.items():
+        for action in sub._actions:
+            if "--target" in action.option_strings:
+                yield name, sub, action
+
+
+def test_every_command_with_a_target_lists_the_target_modules_names():
+    import re
+
+    from tcomp.target import gpus
+
+    names = gpus.target_names()
+    spellings = set(names) | set(gpus._ALIASES)  # every way of writing a target that tcomp knows
+    found = list(_target_options())
+    assert {name for name, _, _ in found} >= {"autoschedule", "explain"}
+    for command, sub, action in found:
+        assert tuple(action.choices) == names, command
+        help_text = " ".join(sub.format_help().split())
+        assert ", ".join(names) in help_text, (command, help_text)
+        mentioned = {word for word in re.findall(r"[\w-]+", help_text) if word in spellings}
+        assert mentioned == set(names), (command, mentioned)
+
+
+@pytest.mark.parametrize("command", ["autoschedule", "explain"])
+def test_a_target_is_validated_by_the_command_line(command, capsys):
+    parser = cli.build_parser()
+    assert parser.parse_args([command, str(EXAMPLE), "--target", "a6000"]).target == "rtx_a6000"
+    assert parser.parse_args([command, str(EXAMPLE), "--target", "H100"]).target == "h100"
+    with pytest.raises(SystemExit) as exc:
+        parser.parse_args([command, str(EXAMPLE), "--target", "h300"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "unknown target 'h300'; choose one of h200, h100, rtx_a6000, rtx_pro_6000" in err
+
+
 def test_no_command_prints_usage_and_exits_2(capsys):
     assert cli.main([]) == 2
     assert "usage: tcomp" in capsys.readouterr().err
@@ -183,6 +224,24 @@ def test_check_a_schedule_that_cannot_be_built_exits_1(tmp_path, capsys):
     assert "the schedule cannot be built (CapacityError" in out and "2048 threads per block" in out, out
 
 
+UNSCHEDULED_WORKLOAD = SMALL_WORKLOAD.split("\n\ndef schedule")[0] + "\n"
+
+
+def test_a_workload_without_a_schedule_says_so_and_points_at_autoschedule(tmp_path, capsys):
+    wl = write(tmp_path, "wl.py", UNSCHEDULED_WORKLOAD)
+    assert cli.main(["check", wl, "--shape", "M=8,N=8,K=4"]) == 0
+    err = capsys.readouterr().err
+    assert f"tcomp check: warning: {wl} defines no schedule(s, out)" in err, err
+    assert "one thread" in err and f"tcomp autoschedule {wl}" in err
+    assert "Traceback" not in err and "warnings.warn" not in err
+
+
+def test_a_workload_with_a_schedule_raises_no_warning(tmp_path, capsys):
+    wl = write(tmp_path, "wl.py", SMALL_WORKLOAD)
+    assert cli.main(["check", wl, "--shape", "M=16,N=16,K=4"]) == 0
+    assert "warning" not in capsys.readouterr().err
+
+
 def test_check_unknown_shape_parameter(tmp_path, capsys):
     wl = write(tmp_path, "wl.py", SMALL_WORKLOAD)
     assert cli.main(["check", wl, "--shape", "X=3"]) == 2
@@ -244,6 +303,41 @@ def test_demo_runs_in_the_simulator():
     assert "generated source (mod.source)" in out and "@cuda.jit" in out
     assert "int8 elements that differ:" in out
     assert "max abs difference:" in out
+
+
+ELEMENTWISE_WORKLOAD = '''
+import tcomp as tc
+
+
+def algorithm(M=64, N=64):
+    X = tc.placeholder((M, N), "float32", name="X")
+    Y = tc.placeholder((M, N), "float32", name="Y")
+    return tc.compute((M, N), lambda i, j: tc.silu(X[i, j]) * Y[i, j], name="Z")
+
+
+def schedule(s, out):
+    i, j = s[out].axis
+    s[out].bind(i, "blockIdx.x")
+    s[out].bind(j, "threadIdx.x")
+'''
+
+
+def test_demo_runs_a_workload_without_a_k_axis(tmp_path):
+    wl = write(tmp_path, "elementwise.py", ELEMENTWISE_WORKLOAD)
+    proc = run_cli("demo", "--file", wl)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "shape:    M=32, N=32" in proc.stdout  # the demo's small sizes for the keywords it takes
+    assert "output Z (32, 32) float32:" in proc.stdout and "result: matches tc.evaluate" in proc.stdout
+    proc = run_cli("demo", "--file", wl, "--shape", "M=8")
+    assert proc.returncode == 0 and "shape:    M=8, N=64" in proc.stdout, proc.stdout + proc.stderr
+
+
+def test_demo_passes_the_inputs_in_the_modules_order(tmp_path):
+    """B is read before A, so the traversal meets B first; the module takes A first."""
+    wl = write(tmp_path, "difference.py", ELEMENTWISE_WORKLOAD.replace(
+        "tc.silu(X[i, j]) * Y[i, j]", "Y[i, j] - X[i, j]"))
+    proc = run_cli("demo", "--file", wl, "--shape", "M=4,N=8")
+    assert proc.returncode == 0 and "result: matches tc.evaluate" in proc.stdout, proc.stdout + proc.stderr
 
 
 def test_demo_bad_shape_is_a_user_error():
