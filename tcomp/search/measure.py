@@ -70,7 +70,7 @@ def prepare_bench(out, folder, seed: int = 0) -> str:
     ``folder`` (created); return its path."""
     import numpy as np
 
-    from ..lang.evaluate import evaluate
+    from ..lang.evaluate import evaluate, inputs
     from ..schedule import create_schedule
     from ..validation import random_inputs
 
@@ -79,8 +79,8 @@ def prepare_bench(out, folder, seed: int = 0) -> str:
         pickle.dump(out, f)
     s = create_schedule(out)
     feeds = random_inputs(s, seed=seed)
-    for n, (t, a) in enumerate(feeds.items()):
-        np.save(os.path.join(folder, f"input{n}.npy"), _storage(a, t.dtype))
+    for n, t in enumerate(inputs(out)):  # the module's argument order
+        np.save(os.path.join(folder, f"input{n}.npy"), _storage(feeds[t], t.dtype))
     for n, t in enumerate(s.outputs):
         np.save(os.path.join(folder, f"reference{n}.npy"), _storage(evaluate(t, feeds), t.dtype))
     return os.fspath(folder)
@@ -234,12 +234,13 @@ class _Child:
     """Holds the bench (inputs on the device, in rotated copies) and the modules built."""
 
     def __init__(self, bench: str):
+        from ..lang.evaluate import inputs
         from ..schedule import create_schedule
 
         with open(os.path.join(bench, "algorithm.pickle"), "rb") as f:
             self.out = pickle.load(f)
         s = create_schedule(self.out)
-        self.placeholders = list(s.placeholders)
+        self.placeholders = inputs(self.out)  # the module's argument order
         self.outputs = list(s.outputs)
         self.inputs = [load_array(os.path.join(bench, f"input{n}.npy"), t.dtype)
                        for n, t in enumerate(self.placeholders)]

@@ -120,3 +120,20 @@ def test_a_checked_candidate_is_built_without_checking_again(bench):
     assert _one(bench, ILLEGAL).status == "illegal"
     m = _one(bench, ILLEGAL, checked=True)
     assert m.status == "ok", m
+
+
+@pytest.mark.skipif(not SIMULATOR, reason="a simulator-only fact")
+def test_inputs_reach_the_module_in_its_argument_order(tmp_path):
+    """The body reads Y before X; the module takes X, Y (the order they were made), so
+    the runner must pass them in that order, not in the order the body reads them."""
+    X = tc.placeholder((4, 8), "float32", name="X")
+    Y = tc.placeholder((4, 8), "float32", name="Y")
+    O = tc.compute((4, 8), lambda i, j: Y[i, j] - 2.0 * X[i, j], name="O")
+    bench = prepare_bench(O, tmp_path / "bench", seed=3)
+    m = _one(bench, '''
+    def schedule(s, out):
+        i, j = s[out].axis
+        s[out].bind(i, "blockIdx.x")
+        s[out].bind(j, "threadIdx.x")
+    ''')
+    assert m.status == "ok", m.error
