@@ -115,9 +115,13 @@ class Space:
         """The anchor of the kernel that computes stage ``name`` under ``fusion`` (a tuple
         ((stage, choice), ...) or a dict): its fusion rules' hosts followed to root."""
         choice = dict(fusion)
-        anchor = name
+        anchor, followed = name, [name]
         while choice.get(anchor, ROOT) != ROOT:
             anchor = self._fusion_rule(choice[anchor]).host(self.stages[anchor], self)
+            if anchor in followed:
+                raise TcompError(f"the fusion rules' hosts of {name} go round in a circle: "
+                                 f"{' -> '.join(followed + [anchor])}; a host must run after the stage it hosts")
+            followed.append(anchor)
         return anchor
 
     def _fusion_accepted(self, fusion) -> bool:
