@@ -162,7 +162,8 @@ class Space:
         return [r for r in self.rules if r.applies(group, self) and self.valid_params(r, group)]
 
     def tileable_fusions(self) -> list:
-        """The fusion choices whose every kernel some rule can tile (computed once)."""
+        """The fusion choices that every one of their fusion rules accepts and whose every
+        kernel some tiling rule can tile (computed once)."""
         if self._tileable is None:
             self._tileable = [f for f in self.fusions()
                               if self._fusion_accepted(f) and all(self.rules_for(g) for g in self.groups(f))]

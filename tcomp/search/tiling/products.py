@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...ir.expr import Cast
 from ...lang.tensor import TensorRead
+from ...target.instructions import MATRIX_OPERAND_DTYPES
 from ..kernels import Group
 from ..stages import matrix_product_operands
 
@@ -24,7 +25,7 @@ def operands_of_16_bits(group: Group, product: str) -> bool:
     op = group.stages[product].op
     source = op.body.source
     dtypes = [f.value.dtype if isinstance(f, Cast) else f.dtype for f in (source.a, source.b)]
-    return op.output.dtype == "float32" and dtypes[0] == dtypes[1] and dtypes[0] in ("bfloat16", "float16")
+    return op.output.dtype == "float32" and dtypes[0] == dtypes[1] and dtypes[0] in MATRIX_OPERAND_DTYPES
 
 
 def copied_by_cp_async(group: Group, operands=(0, 1)) -> bool:
