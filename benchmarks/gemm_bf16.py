@@ -70,7 +70,7 @@ def main(argv=None) -> int:
 
     import gemm_bf16
     import tcomp as tc
-    from tcomp.search.rules import wgmma_tiles
+    from tcomp.search.tiling import wgmma_tiles
 
     M, N, K = (int(x) for x in args.shape.split(","))
     a, w, want, scale, bound = bf16_product_reference(M, N, K)

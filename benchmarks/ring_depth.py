@@ -47,7 +47,7 @@ def ring_points(tiles, bks, stage_counts, smem_limit):
 def _schedule(M, N, K, BM, BN, BK, stages, in_flight, rows_fastest):
     import gemm_bf16
     import tcomp as tc
-    from tcomp.search.rules import wgmma_tiles
+    from tcomp.search.tiling import wgmma_tiles
 
     out = gemm_bf16.algorithm(M, N, K)
     s = tc.create_schedule(out)

@@ -18,7 +18,7 @@ import math
 
 import tcomp as tc
 from tcomp.target import H200
-from tcomp.search.rules import MMA_K, mma_warp_tiles, wgmma_tiles  # noqa: F401  (blocks, warp or warpgroup tiles)
+from tcomp.search.tiling import MMA_K, mma_warp_tiles, wgmma_tiles  # noqa: F401  (blocks, warp or warpgroup tiles)
 
 
 def algorithm(M=4096, N=4096, K=4096):

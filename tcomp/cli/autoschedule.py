@@ -146,7 +146,7 @@ def _compare(args, workload, out, result) -> None:
 
     from ..cost.report import fmt_time
     from ..search.measure import TORCH_MATMUL, measure_batch, prepare_bench
-    from ..search.rules import matrix_product_operands
+    from ..search.tiling import matrix_product_operands
     from ..validation import flop_count
 
     ok = sorted((r for r in result.records if r.status == "ok" and r.measured), key=lambda r: r.measured)

@@ -335,7 +335,7 @@ class Stage:
         thread's N / 2 accumulators, thread ``t`` the rows ``16 * (t // 32) + (t % 32) // 4
         + 8 * rh`` and columns ``8 * nj + 2 * (t % 4) + c`` (rh, c in 0, 1; nj < N / 8) of a
         64 x N tile; lowering fences the chain of instructions of a k step and waits for it
-        (``tcomp.lower.warpgroup``). :func:`tcomp.search.rules.wgmma_tiles` writes such a
+        (``tcomp.lower.warpgroup``). :func:`tcomp.search.tiling.wgmma_tiles` writes such a
         schedule.
 
         The instruction adds a k step's 16 products in its own order; ``tc.check``

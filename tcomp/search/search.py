@@ -87,12 +87,15 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
     build (default: every CPU core); ``timeout`` the seconds one candidate may take in
     the runner; ``executor`` a ``concurrent.futures`` executor that runs
     ``measure_batch`` (default: one thread per visible GPU, each with its own runner).
+    ``target`` (a name or a ``tcomp.target.Target``) is the GPU the space's tiling rules
+    size their tiles for (shared memory, registers, SMs, matrix instructions) and the
+    cost model ranks on.
     """
     from ..lang.canonical import workload_key
 
     progress = progress or Progress()
     rng = random.Random(seed)
-    space = Space(out)
+    space = Space(out, target=target)  # NOTE: the tiling rules size their tiles by this GPU
     workers = workers or os.cpu_count() or 1
     measuring = not model_only and _can_measure()
     database = TuningDatabase(db)

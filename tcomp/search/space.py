@@ -1,72 +1,52 @@
-"""The search space: fusion boundaries over the algorithm's DAG, and the rules that tile
-each kernel.
+"""The search space: fusion choices over the algorithm's DAG, made by the fusion rules,
+and the tiling rules that tile each kernel they make.
 
 A **point** of the space is a fusion choice for every intermediate stage plus, for every
-kernel that choice makes, a rule and that rule's parameters. Applying a point to a fresh
-``tc.create_schedule`` calls schedule primitives only, so the point's schedule prints as
-a replayable trace (``Schedule.trace_source``).
+kernel that choice makes, a tiling rule and that rule's parameters. Applying a point to a
+fresh ``tc.create_schedule`` calls schedule primitives only, so the point's schedule
+prints as a replayable trace (``Schedule.trace_source``).
 
-Fusion choices (docs/architecture.md, "Search"), per intermediate stage:
+The space combines two kinds of rule, each a registry of its own:
 
-- ``"inline"``: an elementwise stage is substituted into its consumer (``compute_inline``);
-- ``"fused"``: a reduction is computed at its consumer's thread tile, in the consumer's
-  kernel (the accumulator of a fused epilogue);
-- ``"staged"``: an elementwise stage that a matrix product reads as an operand is
-  computed where the product fills its shared-memory tile of that operand (a
-  quantization or a cast in the product's prologue), in the product's kernel;
-- ``"root"``: the stage is its own kernel and writes its result to device memory.
+- **fusion rules** (``tcomp.search.fusion``) say which stages share a kernel: for each
+  intermediate stage the space offers every fusion rule that proposes it, then
+  ``"root"`` (its own kernel, its result in device memory). The built-in ones:
+  ``"inline"`` (an elementwise stage substituted into its consumer), ``"fused"`` (a
+  reduction at its consumer's thread tile: a fused epilogue) and ``"staged"`` (a
+  product's elementwise operand computed in its shared tile fills).
+  ``register_fusion_rule`` adds one: a new way to group stages into kernels.
+- **tiling rules** (``tcomp.search.tiling``) say which kernels they can tile, with which
+  parameters, and how; ``register_rule`` adds one: a new kind of kernel (tensor cores).
 
-A stage's kernel (its **group**) is the nearest consumer, following inline and fused
-stages, that is at root (or the output). For a chain of n operators this gives the
-2^(n-1) partitions, fewer where a choice cannot be taken (a reduction is never inlined;
-a stage read by several consumers, or read by a reduction other than as a matrix
-product's operand, stays at root).
+A stage's kernel (its **group**) is found by following each stage's fusion rule to its
+host (by default its one consumer) until a stage at root (or the output): that stage is
+the kernel's anchor. For a chain of n operators the built-in rules give the 2^(n-1)
+partitions, fewer where a choice cannot be taken (a reduction is never inlined; a stage
+read by several consumers, or read by a reduction other than as a matrix product's
+operand, stays at root). A fusion choice is in the space when every fusion rule accepts
+it (``FusionRule.valid``) and some tiling rule can tile each of its kernels.
 
-Rules (``tcomp.search.rules``) say which groups they can tile, what parameters they take
-and how to apply them. ``register_rule`` adds one: a new kind of kernel (tensor cores)
-joins the space without a change to the search.
+The tiling rules size their tiles by the GPU the space is made for (``Space(out,
+target=...)``, the search's ``target``): its shared memory per block, its register file,
+its SMs and the matrix instructions it has.
 """
 
 from __future__ import annotations
 
 import itertools
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..errors import TcompError
 from ..lang.canonical import canonical_form
-from ..lang.tensor import ComputeOp, Reduce
+from ..target import get_target
+from .fusion.base import FusionRule, register_fusion_rule, registered_fusion_rules
+from .kernels import EPILOGUE, INLINE, ROOT, STAGED, Group
+from .stages import StageInfo, stage_infos
+from .tiling.base import Rule, TilingRule, register_rule, registered_rules
 
-FUSION_CHOICES = ("inline", "fused", "staged", "root")
-
-
-@dataclass(frozen=True)
-class StageInfo:
-    """What the space needs to know of one compute stage of the algorithm."""
-
-    name: str
-    shape: tuple
-    reduction: bool  # has reduction axes
-    consumers: tuple  # names of the compute stages that read it
-    reads: tuple  # names of the tensors it reads (placeholders and stages)
-    op: object = field(default=None, compare=False, repr=False)  # its ComputeOp
-
-
-@dataclass(frozen=True)
-class Group:
-    """One kernel of a fusion choice: its root stage (the anchor, whose result goes to
-    device memory) and the stages computed inside it."""
-
-    anchor: str
-    inlined: tuple = ()  # elementwise stages substituted into the kernel
-    fused: tuple = ()  # reductions computed at the anchor's thread tile
-    staged: tuple = ()  # elementwise operands of the product computed in its tile fills
-    stages: dict = field(default_factory=dict, compare=False, repr=False)  # name -> StageInfo
-
-    @property
-    def reductions(self) -> tuple:
-        anchor = self.stages[self.anchor]
-        return self.fused + ((self.anchor,) if anchor.reduction else ())
+#: the built-in fusion choices, ``"root"`` last
+FUSION_CHOICES = (INLINE, EPILOGUE, STAGED, ROOT)
 
 
 @dataclass(frozen=True)
@@ -90,49 +70,9 @@ class Point:
         return "; ".join(parts)
 
 
-class Rule:
-    """How to tile one kind of kernel. Subclasses set ``name`` and implement the four
-    methods; ``tcomp.search.rules`` has the built-in ones."""
-
-    name = "rule"
-
-    def applies(self, group: Group, space: "Space") -> bool:
-        """Can this rule tile ``group``?"""
-        raise NotImplementedError
-
-    def choices(self, group: Group, space: "Space") -> dict:
-        """``{parameter: [values, ...]}``, each list in increasing order."""
-        raise NotImplementedError
-
-    def valid(self, group: Group, space: "Space", params: dict) -> bool:
-        """Cheap constraints between parameters (thread counts, divisibility)."""
-        return True
-
-    def apply(self, s, group: Group, params: dict) -> None:
-        """Call the schedule primitives on ``s`` that tile ``group`` with ``params``."""
-        raise NotImplementedError
-
-
-_RULES: list = []
-
-
-def register_rule(rule: Rule) -> Rule:
-    """Add ``rule`` to the space of every later search; returns it."""
-    if any(r.name == rule.name for r in _RULES):
-        raise ValueError(f"a rule named {rule.name!r} is registered already")
-    _RULES.append(rule)
-    return rule
-
-
-def registered_rules() -> list:
-    from . import rules  # noqa: F401  (registers the built-in rules)
-
-    return list(_RULES)
-
-
-#: the valid parameters of a rule for a group of an algorithm, shared by every Space of
-#: that algorithm in this process (enumerating a rule's choices takes about a second),
-#: at most this many entries, the oldest dropped first
+#: the valid parameters of a rule for a group of an algorithm on a target, shared by
+#: every Space of that algorithm and target in this process (enumerating a rule's choices
+#: takes about a second), at most this many entries, the oldest dropped first
 _VALID_PARAMS: dict = {}
 _VALID_PARAMS_KEPT = 64
 
@@ -140,14 +80,19 @@ _VALID_PARAMS_KEPT = 64
 class Space:
     """The points of one algorithm (see the module docstring)."""
 
-    def __init__(self, out, rules: list | None = None):
+    def __init__(self, out, rules: list | None = None, *, target=None, fusion_rules: list | None = None):
+        """The space of ``out``'s schedules on ``target`` (a ``tcomp.target.Target`` or its
+        name; None: the default GPU), made of ``rules`` (tiling rules; None: the registered
+        ones) and ``fusion_rules`` (None: the registered ones)."""
         from ..schedule import create_schedule
 
         self.out = out
+        self.target = get_target(target)
         self.rules = list(rules) if rules is not None else registered_rules()
+        self.fusion_rules = list(fusion_rules) if fusion_rules is not None else registered_fusion_rules()
         s = create_schedule(out)
         self.output_names = tuple(t.name for t in s.outputs)
-        self.stages = _stage_infos(s)
+        self.stages = stage_infos(s)
         self.options = {name: self._options(info) for name, info in self.stages.items()
                         if name not in self.output_names}
         self._tileable: list | None = None
@@ -157,16 +102,33 @@ class Space:
     # ------------------------------------------------------------------ fusion
 
     def _options(self, info: StageInfo) -> tuple:
-        if len(info.consumers) != 1:
-            return ("root",)
-        consumer = self.stages[info.consumers[0]]
-        if consumer.reduction:
-            from .rules import matrix_product_operands
+        """The choices of ``info``: every fusion rule that proposes it, then root."""
+        return tuple(r.name for r in self.fusion_rules if r.proposes(info, self)) + (ROOT,)
 
-            if not info.reduction and info.name in (matrix_product_operands(consumer.op) or ()):
-                return ("staged", "root")
-            return ("root",)  # NOTE: the tiling rules stage a reduction's inputs through shared memory
-        return ("fused", "root") if info.reduction else ("inline", "root")
+    def _fusion_rule(self, name: str) -> FusionRule:
+        for r in self.fusion_rules:
+            if r.name == name:
+                return r
+        raise KeyError(f"no fusion rule named {name!r}")
+
+    def kernel_of(self, name: str, fusion) -> str:
+        """The anchor of the kernel that computes stage ``name`` under ``fusion`` (a tuple
+        ((stage, choice), ...) or a dict): its fusion rules' hosts followed to root."""
+        choice = dict(fusion)
+        anchor, followed = name, [name]
+        while choice.get(anchor, ROOT) != ROOT:
+            anchor = self._fusion_rule(choice[anchor]).host(self.stages[anchor], self)
+            if anchor in followed:
+                raise TcompError(f"the fusion rules' hosts of {name} go round in a circle: "
+                                 f"{' -> '.join(followed + [anchor])}; a host must run after the stage it hosts")
+            followed.append(anchor)
+        return anchor
+
+    def _fusion_accepted(self, fusion) -> bool:
+        """Does every fusion rule of ``fusion`` accept the whole choice?"""
+        choice = dict(fusion)
+        return all(self._fusion_rule(how).valid(self.stages[name], choice, self)
+                   for name, how in choice.items() if how != ROOT)
 
     def fusions(self) -> list:
         """Every fusion choice, as ((stage, choice), ...) in stage order."""
@@ -178,26 +140,19 @@ class Space:
         choice = dict(fusion)
         members: dict = {}
         for name in self.stages:
-            if choice.get(name, "root") == "root":
+            if choice.get(name, ROOT) == ROOT:
                 members.setdefault(name, [])
-                continue
-            anchor = name
-            while choice.get(anchor, "root") != "root":
-                anchor = self.stages[anchor].consumers[0]
-            members.setdefault(anchor, []).append(name)
-        groups = []
-        for anchor, inside in members.items():
-            groups.append(Group(anchor, tuple(n for n in inside if choice[n] == "inline"),
-                                tuple(n for n in inside if choice[n] == "fused"),
-                                tuple(n for n in inside if choice[n] == "staged"), self.stages))
-        return groups
+            else:
+                members.setdefault(self.kernel_of(name, choice), []).append(name)
+        return [Group(anchor, tuple((n, choice[n]) for n in inside), self.stages)
+                for anchor, inside in members.items()]
 
     def partitions(self) -> list:
         """The distinct partitions of the stages into kernels that some rule can tile:
         a list of tuples of frozensets of stage names."""
         seen = []
         for fusion in self.tileable_fusions():
-            part = tuple(frozenset((g.anchor,) + g.inlined + g.fused + g.staged) for g in self.groups(fusion))
+            part = tuple(frozenset(g.names) for g in self.groups(fusion))
             if part not in seen:
                 seen.append(part)
         return seen
@@ -207,9 +162,11 @@ class Space:
         return [r for r in self.rules if r.applies(group, self) and self.valid_params(r, group)]
 
     def tileable_fusions(self) -> list:
-        """The fusion choices whose every kernel some rule can tile (computed once)."""
+        """The fusion choices that every one of their fusion rules accepts and whose every
+        kernel some tiling rule can tile (computed once)."""
         if self._tileable is None:
-            self._tileable = [f for f in self.fusions() if all(self.rules_for(g) for g in self.groups(f))]
+            self._tileable = [f for f in self.fusions()
+                              if self._fusion_accepted(f) and all(self.rules_for(g) for g in self.groups(f))]
         return self._tileable
 
     # ------------------------------------------------------------------ points
@@ -222,8 +179,9 @@ class Space:
 
     def valid_params(self, rule: Rule, group: Group) -> list:
         """Every parameter choice of ``rule`` for ``group`` that meets its constraints, as
-        sorted ((name, value), ...) tuples (computed once per rule, group and algorithm in a process)."""
-        key = (rule, self._identity, group)
+        sorted ((name, value), ...) tuples (computed once per rule, group, algorithm and target
+        in a process)."""
+        key = (rule, self._identity, self.target, group)
         if key not in _VALID_PARAMS:
             choices = rule.choices(group, self)
             names = sorted(choices)
@@ -297,7 +255,8 @@ class Space:
         kept = {anchor: (rule, params) for anchor, rule, params in point.tilings}
         tilings = []
         for group in self.groups(fusion):
-            sharing = [a for a, g in old_groups.items() if a != group.anchor and set(g.reductions) & set(group.reductions)]
+            sharing = [a for a, g in old_groups.items()
+                       if a != group.anchor and set(g.reductions) & set(group.reductions)]
             for anchor in [group.anchor] + sharing:
                 old = kept.get(anchor)
                 if old and old[0] in [r.name for r in self.rules_for(group)] and \
@@ -338,8 +297,8 @@ class Space:
         groups = {g.anchor: g for g in self.groups(point.fusion)}
         for anchor, rule_name, params in point.tilings:
             group = groups[anchor]
-            for name in group.inlined:
-                s[name].compute_inline()
+            for name, how in group.members:
+                self._fusion_rule(how).apply(s, name, group)
             self._rule(rule_name).apply(s, group, dict(params))
 
     def schedule(self, point: Point):
@@ -351,22 +310,5 @@ class Space:
         return s
 
 
-def _stage_infos(s) -> dict:
-    infos = {}
-    consumers: dict = {}
-    for st in s.stages:
-        for t in st.op.input_tensors():
-            consumers.setdefault(t.name, []).append(st.name)
-    for st in s.stages:
-        op = st.op
-        if not isinstance(op, ComputeOp):
-            continue
-        infos[st.name] = StageInfo(
-            name=st.name, shape=tuple(st.tensor.shape),
-            reduction=isinstance(op.body, Reduce),
-            consumers=tuple(dict.fromkeys(consumers.get(st.name, []))),
-            reads=tuple(t.name for t in op.input_tensors()), op=op)
-    return infos
-
-
-__all__ = ["FUSION_CHOICES", "Group", "Point", "Rule", "Space", "StageInfo", "register_rule", "registered_rules"]
+__all__ = ["FUSION_CHOICES", "FusionRule", "Group", "Point", "Rule", "Space", "StageInfo", "TilingRule",
+           "register_fusion_rule", "register_rule", "registered_fusion_rules", "registered_rules"]

@@ -276,7 +276,7 @@ def test_print_shows_the_tables():
 
 def wgmma_gemm(stages, in_flight, M=256, N=256, K=1024, BM=128, BN=256):
     import gemm_bf16
-    from tcomp.search.rules import wgmma_tiles
+    from tcomp.search.tiling import wgmma_tiles
 
     out = gemm_bf16.algorithm(M, N, K)
     s = tc.create_schedule(out)

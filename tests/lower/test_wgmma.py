@@ -21,7 +21,7 @@ from tcomp.ir.visitor import walk
 from tcomp.lower.nest import blocked_index
 from tcomp.lower.matrix_operands import index_function
 from tcomp.lower.warpgroup import _operand_layout
-from tcomp.search.rules import wgmma_tiles
+from tcomp.search.tiling import wgmma_tiles
 from workloads import check_16_bit_product, fp8_steps, int_sentinel, json_from_a_process_without_the_simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))

@@ -1,4 +1,4 @@
-"""The search space (tcomp/search/space.py, rules.py): the partitions of a chain, the
+"""The search space (tcomp/search/space.py, tiling/): the partitions of a chain, the
 hand ladder's best rungs as points of the space, sampling and mutation that stay inside
 it, and a rule registered from outside joining it."""
 
@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 import tcomp as tc
-from tcomp.search.rules import matrix_product_operands
-from tcomp.search.space import Point, Rule, Space, _RULES, register_rule
+from tcomp.search.stages import matrix_product_operands
+from tcomp.search.space import Point, Rule, Space, register_rule
+from tcomp.search.tiling import unregister_rule
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -134,7 +135,7 @@ def test_a_registered_rule_joins_the_space():
         with pytest.raises(ValueError, match="registered already"):
             register_rule(OneThreadPerRow())
     finally:
-        _RULES.remove(rule)
+        unregister_rule(rule)
 
 
 def test_a_space_that_no_rule_can_tile_says_so():

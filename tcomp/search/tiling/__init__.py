@@ -1,0 +1,44 @@
+"""The tiling rules: how each kernel of a fusion choice is tiled (``tcomp.search.tiling.base``).
+
+The built-in ones, one family a module, in the order the space tries them:
+
+- :class:`BlockTiling` (:mod:`.block`): a kernel around one float matrix product (fused
+  epilogue or not): block tiles through shared memory, thread tiles in registers;
+- :class:`WarpTiling` (:mod:`.warp`): the same with the block tile split over warps;
+- :class:`SplitK` (:mod:`.split_k`): a product whose output tiles cannot fill the GPU,
+  its k axis in slices on blocks of their own, then added;
+- :class:`MmaTiling` (:mod:`.mma_sync`): a 16-bit product on ``mma.sync`` tensor cores;
+- :class:`WgmmaTiling` (:mod:`.wgmma`): a 16-bit product on Hopper's warpgroup instructions;
+- :class:`RowReduction` (:mod:`.rows`): a row reduction that is not a product;
+- :class:`FlatTiling` (:mod:`.flat`): any other kernel, flattened over blocks and threads.
+
+Shared pieces: :mod:`.products` (finding the product and its operands), :mod:`.fills`
+(shared tiles filled by a block's threads), :mod:`.register_tiles` (the CUDA-core
+product's tiles and k loop). Each rule's ``apply`` is a sequence of schedule primitives,
+so what it does reads as the trace it leaves in a saved schedule; the sizes it may choose
+come from the target the space is made for (``Space(..., target=...)``).
+"""
+
+from ...target.instructions import MMA_K, MMA_M, MMA_N
+from .base import Rule, TilingRule, register_rule, registered_rules, unregister_rule
+from .block import BlockTiling
+from .flat import FlatTiling
+from .mma_sync import MMA_PAD, MmaTiling, mma_warp_tiles
+from .products import matrix_product_operands
+from .rows import RowReduction
+from .split_k import SplitK
+from .warp import WarpTiling
+from .wgmma import WgmmaTiling, wgmma_tiles
+
+BLOCK_TILING = register_rule(BlockTiling())
+WARP_TILING = register_rule(WarpTiling())
+SPLIT_K = register_rule(SplitK())
+MMA_TILING = register_rule(MmaTiling())
+WGMMA_TILING = register_rule(WgmmaTiling())
+ROW_REDUCTION = register_rule(RowReduction())
+FLAT_TILING = register_rule(FlatTiling())
+
+__all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_K", "MMA_M", "MMA_N", "MMA_PAD",
+           "MMA_TILING", "MmaTiling", "ROW_REDUCTION", "Rule", "RowReduction", "SPLIT_K", "SplitK", "TilingRule",
+           "WARP_TILING", "WGMMA_TILING", "WarpTiling", "WgmmaTiling", "matrix_product_operands", "mma_warp_tiles",
+           "register_rule", "registered_rules", "unregister_rule", "wgmma_tiles"]

@@ -1,0 +1,122 @@
+"""A product of 16-bit floats on the tensor cores, one warp per ``mma.sync.m16n8k16``:
+the schedule helper :func:`mma_warp_tiles` (also used by the examples) and the rule
+:class:`MmaTiling` that offers it to the search on targets that have the instruction."""
+
+from __future__ import annotations
+
+from ...errors import ScheduleError
+from ...target.instructions import MMA_K, MMA_M, MMA_N
+from .base import Rule
+from .fills import cooperative_fill
+from .products import operands_of_16_bits, product_stage, staged_blocks
+
+#: elements of padding after each row of the shared tiles that ldmatrix reads (16 bytes)
+MMA_PAD = 8
+
+
+def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, vector=8, stages=0, pad=MMA_PAD,
+                   rows_fastest=False):
+    """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks of
+    WM x WN warp tiles, each a grid of 16 x 8 ``mma_m16n8k16`` tiles: lane ``l`` of a warp
+    holds rows ``8 * r + l // 4`` and columns ``2 * (l % 4) + c`` of each (r, c in 0, 1),
+    accumulated in registers over k steps of 16. ``a`` and ``b`` are staged in shared
+    tiles of BM x BK and BK x BN, filled by all the block's threads ``vector`` elements
+    (16 bytes) at a time; with ``stages`` (3 or more) the tiles are cp.async rings of
+    that many k steps. A product with axes ahead of its rows and columns (``P[h, i, j] =
+    sum_k A[i, k] W[h, k, j]``, the gate and up projections of SwiGLU over one stacked
+    weight) computes every h of a lane's tile in the same k loop, from one tile of A.
+    Each tile's rows are padded by ``pad`` elements (``storage_pad``):
+    with 8, the eight 16-byte rows that one ldmatrix phase reads (lowering loads the
+    operand fragments by ldmatrix, ``tcomp.lower.fragments``) fall in eight different
+    groups of four banks, where unpadded 64- or 256-byte rows share banks 4 or 8 ways.
+
+    ``out`` may have one axis ahead of its rows and columns, bound to ``blockIdx.z``: the
+    slices of a split-K product (``s.rfactor``), each block reducing one slice of k.
+
+    The blocks of a row of blocks are neighbours in launch order (``blockIdx.x`` runs over
+    the columns); with ``rows_fastest`` those of a column are, so that the blocks running at
+    once share columns of ``b`` (a wide ``b``, such as an FFN's weights, then crosses HBM
+    about once instead of once per wave)."""
+    *lead, M, N = out.shape
+    if len(lead) > 1:
+        raise ScheduleError(f"mma_warp_tiles tiles the last two axes of {out.name} and binds one axis ahead of "
+                            f"them to blockIdx.z; {out.name} has {len(out.shape)} axes")
+    K = s[product].op.reduce_axis[0].extent
+    if M < BM or N < BN or K % BK or BK % MMA_K:
+        raise ScheduleError(f"the mma tiles need M >= BM = {BM}, N >= BN = {BN} (a last block that does not fit "
+                               f"is shifted inwards) and K a multiple of BK = {BK}, itself a multiple of {MMA_K}; "
+                               f"the shape is {M} x {N} x {K}")
+    acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
+    wi, ii = s[out].split(ii, WM)
+    wj, jj = s[out].split(jj, WN)
+    mi, ii = s[out].split(ii, MMA_M)
+    nj, jj = s[out].split(jj, MMA_N)
+    row_half, group = s[out].split(ii, 8)
+    t, col_half = s[out].split(jj, 2)
+    s[out].reorder(bi, bj, wi, wj, group, t, mi, nj, row_half, col_half)
+    warp = s[out].fuse(wi, wj)
+    lane = s[out].fuse(group, t)
+    s[out].bind(bi, "blockIdx.x" if rows_fastest else "blockIdx.y")
+    s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
+    s[out].bind(warp, "threadIdx.y")
+    s[out].bind(lane, "threadIdx.x")
+    for ax in (mi, nj, row_half, col_half):
+        s[out].unroll(ax)
+    s[acc].compute_at(s[out], lane)
+    (k,) = s[acc].reduce_axis
+    ko, ki = s[acc].split(k, BK)
+    kt, ki = s[acc].split(ki, MMA_K)
+    *stacked, ci, cj = s[acc].axis
+    tile_i, reg_i = s[acc].split(ci, 2)
+    tile_j, reg_j = s[acc].split(cj, 2)
+    s[acc].reorder(ko, kt, *stacked, tile_i, tile_j, ki, reg_i, reg_j)
+    for ax in (kt, *stacked, tile_i, tile_j, reg_i, reg_j):
+        s[acc].unroll(ax)
+    warps = (BM // WM) * (BN // WN)
+    for cache in (a_shared, b_shared):
+        s[cache].compute_at(s[acc], ko)
+        if pad:
+            s[cache].storage_pad(s[cache].axis[-1], pad)
+        cooperative_fill(s, cache, warps, 32, vector)
+        if stages:
+            s[cache].pipeline(stages)
+    s[acc].tensorize(ki, "mma_m16n8k16")
+
+
+class MmaTiling(Rule):
+    """A product of 16-bit floats into float32 on the tensor cores: BM x BN blocks of
+    WM x WN warp tiles of ``mma.sync.m16n8k16`` tiles (:func:`mma_warp_tiles`), k steps
+    of BK staged in shared memory (cp.async rings of ``stages`` tiles, or one tile), the
+    blocks launched row by row or (``rows_fastest``) column by column."""
+
+    name = "mma_tiling"
+
+    def applies(self, group, space):
+        product = product_stage(group)
+        return ("mma_m16n8k16" in space.target.matrix_instructions and product is not None
+                and operands_of_16_bits(group, product[0]))
+
+    def choices(self, group, space):
+        return {"BM": [16, 64, 128], "BN": [64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64], "WN": [32, 64],
+                "stages": [0, 3, 4], "rows_fastest": [False, True]}
+
+    def valid(self, group, space, p):
+        M, N = space.stages[group.anchor].shape
+        K = space.stages[product_stage(group)[0]].op.reduce_axis[0].extent
+        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or K % p["BK"] or M < p["BM"] or N < p["BN"]:
+            return False
+        threads = 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
+        per_fill = 8 * threads  # 16-byte vectors of eight 16-bit values
+        tiles = max(1, p["stages"])
+        shared = (p["BM"] * (p["BK"] + MMA_PAD) + p["BK"] * (p["BN"] + MMA_PAD)) * 2 * tiles
+        return (threads <= 512 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BK"] * p["BN"]) % per_fill == 0
+                and shared <= space.target.smem_per_block
+                and (not p["stages"] or not group.staged))
+
+    def apply(self, s, group, p):
+        product, a, b = product_stage(group)
+        mma_warp_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
+                       WM=p["WM"], WN=p["WN"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
+
+
+__all__ = ["MMA_PAD", "MmaTiling", "mma_warp_tiles"]

@@ -1,0 +1,87 @@
+"""What the matrix-product tiling rules share: finding a kernel's one matrix product and
+its operands, what kind of operands they are, and the caches through which the product
+reads them."""
+
+from __future__ import annotations
+
+from ...ir.expr import Cast
+from ...lang.tensor import TensorRead
+from ...target.instructions import MATRIX_OPERAND_DTYPES
+from ..kernels import Group
+from ..stages import matrix_product_operands
+
+
+def product_stage(group: Group):
+    """The one matrix product of ``group`` and its operands, or None."""
+    if len(group.reductions) != 1:
+        return None
+    name = group.reductions[0]
+    operands = matrix_product_operands(group.stages[name].op)
+    return (name, *operands) if operands else None
+
+
+def operands_of_16_bits(group: Group, product: str) -> bool:
+    """Is the product a float32 sum of products of two bfloat16 (or two float16) values?"""
+    op = group.stages[product].op
+    source = op.body.source
+    dtypes = [f.value.dtype if isinstance(f, Cast) else f.dtype for f in (source.a, source.b)]
+    return op.output.dtype == "float32" and dtypes[0] == dtypes[1] and dtypes[0] in MATRIX_OPERAND_DTYPES
+
+
+def copied_by_cp_async(group: Group, operands=(0, 1)) -> bool:
+    """Can these of the product's operand tiles (0: a, 1: b) be pipelined: are they float32
+    tensors read unchanged (no cast, not staged), so that their fills are byte copies?"""
+    body = group.stages[group.reductions[0]].op.body
+    factors = (body.source.a, body.source.b)
+    return all(isinstance(factors[n], TensorRead) and factors[n].tensor.dtype == "float32"
+               and factors[n].tensor.name not in group.staged for n in operands)
+
+
+def accumulator(s, group: Group, product: str):
+    """The stage that accumulates the product in registers: the fused reduction itself,
+    or, when the product is the kernel's own output, a local copy (``cache_write``)."""
+    if product == group.anchor:
+        return s.cache_write(product, "local")
+    return s[product].op.output
+
+
+def operand_caches(s, group: Group, a, b, acc) -> tuple:
+    """Shared tiles of the operands and register fragments of those, read by ``acc``. An
+    operand the group stages (an elementwise stage, ``"staged"``) is inlined into its
+    tile's fill: computed there, once per element of the tile."""
+    a_shared = s.cache_read(a, "shared", [acc])
+    b_shared = s.cache_read(b, "shared", [acc])
+    for operand in (a, b):
+        if operand in group.staged:
+            s[operand].compute_inline()
+    return a_shared, b_shared, s.cache_read(a_shared, "local", [acc]), s.cache_read(b_shared, "local", [acc])
+
+
+def staged_blocks(s, out, product, a, b, BM: int, BN: int) -> tuple:
+    """The product's accumulator (a local cache of it where ``out`` is the product), shared
+    caches of ``a`` and ``b`` read by it, and ``out`` in BM x BN blocks (a leading axis
+    bound to ``blockIdx.z``): ``(acc, a_shared, b_shared, (bi, bj, ii, jj))``."""
+    acc = s.cache_write(product, "local") if product == out.name else s[product].op.output
+    a_shared = s.cache_read(a, "shared", [acc])
+    b_shared = s.cache_read(b, "shared", [acc])
+    *slices, i, j = s[out].axis
+    for axis in slices:
+        s[out].bind(axis, "blockIdx.z")
+    return acc, a_shared, b_shared, s[out].tile(i, j, BM, BN)
+
+
+def fits_problem(tile: int, extent: int) -> bool:
+    """A tile no larger than the extent rounded up to a power of two (at least 16)."""
+    bound = 16
+    while bound < extent:
+        bound *= 2
+    return tile <= bound
+
+
+def output_tiles(M: int, N: int, p) -> int:
+    """How many BM x BN block tiles cover the M x N output."""
+    return -(-M // p["BM"]) * -(-N // p["BN"])
+
+
+__all__ = ["accumulator", "copied_by_cp_async", "fits_problem", "matrix_product_operands", "operand_caches",
+           "operands_of_16_bits", "output_tiles", "product_stage", "staged_blocks"]

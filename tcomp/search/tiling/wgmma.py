@@ -1,0 +1,119 @@
+"""A product of 16-bit floats on Hopper's warpgroup instructions
+(``wgmma.mma_async.m64nNk16``): the schedule helper :func:`wgmma_tiles` (also used by
+the examples) and the rule :class:`WgmmaTiling` that offers it to the search on targets
+that have the instructions, within their register file and shared memory."""
+
+from __future__ import annotations
+
+from ...errors import ScheduleError
+from ...target.instructions import WARPGROUP, WGMMA_K, WGMMA_M
+from ...target.storage import SWIZZLE_ALIGNMENT
+from .base import Rule
+from .fills import blocked_fill, cooperative_fill
+from .products import operands_of_16_bits, product_stage, staged_blocks
+
+#: registers a wgmma thread needs besides its accumulators (ptxas: 118 with 64 of them)
+WGMMA_OTHER_REGISTERS = 56
+
+
+def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fastest=False, swizzle=True,
+                in_flight=1):
+    """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks,
+    each a column of BM / 64 warpgroups (``threadIdx.y``) that compute 64 x BN tiles with
+    Hopper's ``wgmma.mma_async.m64n{BN}k16``: thread t of a warpgroup holds rows
+    ``16 * (t // 32) + (t % 32) // 4 + 8 * rh`` and columns ``8 * nj + 2 * (t % 4) + c``
+    of its tile (rh, c in 0, 1), BN / 2 float32 accumulators. ``a`` and ``b`` are staged
+    in shared tiles of BM x BK and BK x BN stored in 8 x 8 blocks, the layout the
+    instruction reads through its descriptors: with ``swizzle`` the 128-byte swizzle
+    (``storage_swizzle``; BK and BN multiples of 64), filled row by row 16 bytes a thread,
+    else 8 x 8 blocks (``storage_blocks``) filled as :func:`blocked_fill` says; with
+    ``stages`` (2 or more) they are cp.async rings of that many k steps, and each k step's
+    chain of instructions may run on while the next one is issued: ``in_flight`` chains
+    (at most ``stages - 2``) are left running at the end of a k step, the copies going
+    that many slots further behind (``pipeline(stages, reader_lag)``). A leading axis of
+    the product (SwiGLU's stacked projections) is computed in the same k loop, one
+    instruction per k step and slice; a leading axis of ``out`` is bound to
+    ``blockIdx.z`` (split-K slices). ``rows_fastest`` as in :func:`mma_warp_tiles`."""
+    *lead, M, N = out.shape
+    if len(lead) > 1:
+        raise ScheduleError(f"wgmma_tiles tiles the last two axes of {out.name} and binds one axis ahead of them "
+                            f"to blockIdx.z; {out.name} has {len(out.shape)} axes")
+    K = s[product].op.reduce_axis[0].extent
+    if swizzle and (BK % 64 or BN % 64):
+        raise ScheduleError(f"the 128-byte swizzle stores rows of 64 16-bit values: BK and BN must be multiples of 64; "
+                            f"they are {BK} and {BN}")
+    if BM % WGMMA_M or BN % 8 or not 8 <= BN <= 256 or M < BM or N < BN or K % BK or BK % WGMMA_K:
+        raise ScheduleError(f"the wgmma tiles need BM a multiple of {WGMMA_M}, BN a multiple of 8 up to 256, "
+                            f"M >= BM, N >= BN (a last block that does not fit is shifted inwards) and K a multiple "
+                            f"of BK, itself a multiple of {WGMMA_K}; BM = {BM}, BN = {BN}, BK = {BK} and the shape is "
+                            f"{M} x {N} x {K}")
+    acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
+    group_row, ii = s[out].split(ii, WGMMA_M)
+    warp, ii = s[out].split(ii, 16)
+    row_half, quad_row = s[out].split(ii, 8)
+    col_block, jj = s[out].split(jj, 8)
+    quad_col, col_half = s[out].split(jj, 2)
+    s[out].reorder(bi, bj, group_row, warp, quad_row, quad_col, col_block, row_half, col_half)
+    thread = s[out].fuse(s[out].fuse(warp, quad_row), quad_col)
+    s[out].bind(bi, "blockIdx.x" if rows_fastest else "blockIdx.y")
+    s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
+    s[out].bind(group_row, "threadIdx.y")
+    s[out].bind(thread, "threadIdx.x")
+    for ax in (col_block, row_half, col_half):
+        s[out].unroll(ax)
+    s[acc].compute_at(s[out], thread)
+    (k,) = s[acc].reduce_axis
+    ko, ki = s[acc].split(k, BK)
+    kt, ki = s[acc].split(ki, WGMMA_K)
+    *stacked, ci, cj = s[acc].axis
+    s[acc].reorder(ko, kt, *stacked, ki, ci, cj)
+    for ax in (kt, *stacked, ci, cj):
+        s[acc].unroll(ax)
+    for cache in (a_shared, b_shared):
+        s[cache].compute_at(s[acc], ko)
+        if swizzle:
+            s[cache].storage_swizzle()
+            cooperative_fill(s, cache, BM // WGMMA_M, WARPGROUP, 8)
+        else:
+            s[cache].storage_blocks(8, 8)
+            blocked_fill(s, cache, BM // WGMMA_M, WARPGROUP)
+        if stages:
+            s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2))
+    s[acc].tensorize(ki, f"wgmma_m64n{BN}k16")
+
+
+class WgmmaTiling(Rule):
+    """A product of 16-bit floats into float32 on Hopper's warpgroup instructions: BM x BN
+    blocks of BM / 64 warpgroups of ``wgmma.m64n{BN}k16`` (:func:`wgmma_tiles`), k steps of
+    BK in cp.async rings of ``stages`` tiles in the 128-byte swizzle, one k step's chain
+    left running while the next is issued, the blocks launched row by row or
+    (``rows_fastest``) column by column."""
+
+    name = "wgmma_tiling"
+
+    def applies(self, group, space):
+        product = product_stage(group)
+        return ("wgmma" in space.target.matrix_instructions and product is not None
+                and operands_of_16_bits(group, product[0]))
+
+    def choices(self, group, space):
+        return {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [64, 128], "stages": [3, 4],
+                "rows_fastest": [False, True]}
+
+    def valid(self, group, space, p):
+        *_, M, N = space.stages[group.anchor].shape
+        K = space.stages[product_stage(group)[0]].op.reduce_axis[0].extent
+        if K % p["BK"] or M < p["BM"] or N < p["BN"] or group.staged:
+            return False
+        threads = WARPGROUP * p["BM"] // WGMMA_M
+        registers = p["BN"] // 2 + WGMMA_OTHER_REGISTERS  # the accumulators and the rest
+        shared = (p["BM"] + p["BN"]) * p["BK"] * 2 * p["stages"] + SWIZZLE_ALIGNMENT  # + the swizzle's alignment
+        return threads * registers <= space.target.regs_per_sm and shared <= space.target.smem_per_block
+
+    def apply(self, s, group, p):
+        product, a, b = product_stage(group)
+        wgmma_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
+                    stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
+
+
+__all__ = ["WGMMA_OTHER_REGISTERS", "WgmmaTiling", "wgmma_tiles"]
