@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from .common import add_workload_args, format_shape, prepare
+from .common import add_target_arg, add_workload_args, format_shape, prepare
 
 
 def add_parser(sub) -> None:
@@ -13,6 +13,7 @@ def add_parser(sub) -> None:
         description="Load a workload file, apply its schedule (or --schedule), run tc.check and print the "
                     "report. Exit status 1 for an illegal schedule.")
     add_workload_args(p)
+    add_target_arg(p, "the GPU whose limits (threads, shared memory, matrix instructions) the schedule must fit")
     p.set_defaults(func=run)
 
 
@@ -20,10 +21,11 @@ def run(args) -> int:
     import tcomp as tc
 
     s, out, shape, where = prepare(args)
-    print(f"workload: {args.file}\nshape:    {format_shape(shape)}\nschedule: {where}", flush=True)
+    print(f"workload: {args.file}\nshape:    {format_shape(shape)}\nschedule: {where}\ntarget:   {args.target}",
+          flush=True)
     t0 = time.perf_counter()
     try:
-        report = tc.check(s)
+        report = tc.check(s, target=args.target)
     except tc.IllegalScheduleError as err:
         print(f"illegal schedule (checked in {time.perf_counter() - t0:.2f} s):\n{err}", flush=True)
         return 1

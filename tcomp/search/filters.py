@@ -53,7 +53,7 @@ def screen(space: Space, point: Point, target="h200") -> Screened:
         return Screened(point, status="illegal", error=f"{type(err).__name__}: {err}")
     source = s.trace_source(with_sites=False)
     try:
-        check(s)
+        check(s, target=target)
         est = estimate(s, target=target)
     except CapacityError as err:
         return Screened(point, source, "over capacity", error=str(err))

@@ -88,7 +88,7 @@ def test_every_command_with_a_target_lists_the_target_modules_names():
     names = gpus.target_names()
     spellings = set(names) | set(gpus._ALIASES)  # every way of writing a target that tcomp knows
     found = list(_target_options())
-    assert {name for name, _, _ in found} >= {"autoschedule", "explain"}
+    assert {name for name, _, _ in found} >= {"autoschedule", "check", "explain"}
     for command, sub, action in found:
         assert tuple(action.choices) == names, command
         help_text = " ".join(sub.format_help().split())
@@ -350,3 +350,13 @@ def test_check_via_subprocess():
     proc = run_cli("check", str(EXAMPLE), "--shape", "M=32,N=32,K=16")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "legal" in proc.stdout
+
+
+def test_check_holds_the_schedule_to_the_target_it_is_given():
+    gemm = str(Path(__file__).resolve().parents[2] / "examples" / "gemm_bf16.py")
+    on_h200 = run_cli("check", gemm, "--shape", "M=256,N=256,K=256")
+    assert on_h200.returncode == 0, on_h200.stdout + on_h200.stderr
+    on_a6000 = run_cli("check", gemm, "--shape", "M=256,N=256,K=256", "--target", "rtx_a6000")
+    assert on_a6000.returncode == 1
+    assert "target:   rtx_a6000" in on_a6000.stdout
+    assert "wgmma_m64n128k16, which the rtx_a6000 does not have" in on_a6000.stdout
