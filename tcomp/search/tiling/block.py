@@ -34,7 +34,8 @@ class BlockTiling(Rule):
             return False
         threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
         per_fill = threads * p["vector"]
-        return (64 <= threads <= 1024 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
+        return (64 <= threads <= space.target.max_threads_per_block
+                and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
                 and p["BK"] % p["vector"] == 0 and p["BN"] % p["vector"] == 0
                 and p["BK"] % (p["k_unroll"] * p.get("fragment_k", 1)) == 0
                 and (p.get("fragment_k", 1) == 1 or not p["transpose_a"]) and overlap_valid(group, p)

@@ -27,7 +27,7 @@ class FlatTiling(Rule):
         size = 1
         for extent in anchor.shape:
             size *= extent
-        return p["threads"] * p["vector"] <= max(size, 64)
+        return p["threads"] <= space.target.max_threads_per_block and p["threads"] * p["vector"] <= max(size, 64)
 
     def apply(self, s, group, p):
         stage = s[group.anchor]

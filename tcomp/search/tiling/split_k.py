@@ -78,7 +78,8 @@ class SplitK(Rule):
         tiles = -(-M // p["BM"]) * -(-N // p["BN"])
         threads = (p["BM"] // p["TM"]) * (p["BN"] // p["TN"])
         per_fill = threads * p["vector"]
-        return (tiles < space.target.sms and tiles * p["parts"] <= 4 * space.target.sms and 32 <= threads <= 1024
+        return (tiles < space.target.sms and tiles * p["parts"] <= 4 * space.target.sms
+                and 32 <= threads <= space.target.max_threads_per_block
                 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
                 and p["BN"] % p["vector"] == 0 and p["threads"] <= max(M * N, 64)
                 and tile_shared_bytes(p["BM"], p["BN"], p["BK"]) <= space.target.smem_per_block

@@ -48,7 +48,8 @@ class WarpTiling(Rule):
         M, N = space.stages[group.anchor].shape
         threads = layout[0] * 32
         per_fill = threads * 4
-        return (threads <= 1024 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
+        return (threads <= space.target.max_threads_per_block
+                and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BN"] * p["BK"]) % per_fill == 0
                 and p["BK"] % p["k_unroll"] == 0 and overlap_valid(group, p)
                 and tile_shared_bytes(p["BM"], p["BN"], p["BK"], p) <= space.target.smem_per_block
                 and fits_problem(p["BM"], M) and fits_problem(p["BN"], N)
