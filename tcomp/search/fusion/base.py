@@ -21,6 +21,7 @@ group stages into kernels is a new module, not an edit of the space.
 
 from __future__ import annotations
 
+from ..registry import RuleRegistry
 from ..stages import StageInfo
 
 
@@ -49,7 +50,7 @@ class FusionRule:
         before the kernel's tiling rule runs; by default none (the tiling rule places it)."""
 
 
-_FUSION_RULES: list = []
+_FUSION_RULES = RuleRegistry("fusion rule", reserved=("root",))
 
 
 def register_fusion_rule(rule: FusionRule) -> FusionRule:
@@ -57,10 +58,7 @@ def register_fusion_rule(rule: FusionRule) -> FusionRule:
 
     Its choice is offered after those of the rules registered before it, and before
     ``"root"``. A name may be registered once (and ``"root"`` is taken)."""
-    if rule.name == "root" or any(r.name == rule.name for r in _FUSION_RULES):
-        raise ValueError(f"a fusion rule named {rule.name!r} is registered already")
-    _FUSION_RULES.append(rule)
-    return rule
+    return _FUSION_RULES.add(rule)
 
 
 def unregister_fusion_rule(rule: FusionRule) -> None:
@@ -70,7 +68,7 @@ def unregister_fusion_rule(rule: FusionRule) -> None:
 
 def registered_fusion_rules() -> list:
     """The fusion rules a new space offers, in the order it offers their choices."""
-    return list(_FUSION_RULES)
+    return _FUSION_RULES.rules()
 
 
 __all__ = ["FusionRule", "register_fusion_rule", "registered_fusion_rules", "unregister_fusion_rule"]

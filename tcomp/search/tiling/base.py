@@ -15,6 +15,7 @@ and SM count size the tiles.
 from __future__ import annotations
 
 from ..kernels import Group
+from ..registry import RuleRegistry
 
 
 class Rule:
@@ -44,16 +45,13 @@ class Rule:
 #: a tiling rule is a ``Rule``; the longer name where both kinds of rule are in sight
 TilingRule = Rule
 
-_RULES: list = []
+_RULES = RuleRegistry("rule")
 
 
 def register_rule(rule: Rule) -> Rule:
     """Add the tiling rule ``rule`` to the space of every later search; returns it.
     Rules are tried in the order they were registered."""
-    if any(r.name == rule.name for r in _RULES):
-        raise ValueError(f"a rule named {rule.name!r} is registered already")
-    _RULES.append(rule)
-    return rule
+    return _RULES.add(rule)
 
 
 def unregister_rule(rule: Rule) -> None:
@@ -63,7 +61,7 @@ def unregister_rule(rule: Rule) -> None:
 
 def registered_rules() -> list:
     """The tiling rules a new space tries, in the order they were registered."""
-    return list(_RULES)
+    return _RULES.rules()
 
 
 __all__ = ["Rule", "TilingRule", "register_rule", "registered_rules", "unregister_rule"]
