@@ -28,6 +28,7 @@ import pytest  # noqa: E402
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs a real NVIDIA GPU; skipped in the CUDA simulator")
+    _register_stats_from_workers(config)
 
 
 def pytest_collection_modifyitems(config, items):
@@ -61,3 +62,85 @@ def preempted_threads(request):
 
     with simulator_chaos(seed=zlib.crc32(request.node.nodeid.encode()), preempt=True):
         yield
+
+
+# ---------------------------------------------------------------------------- the schedule fuzzer
+# Its options and end-of-run summary (``tcomp.testing.fuzz``): ``pytest tests/fuzz`` draws
+# ``--fuzz-examples`` schedules (default 300, split evenly over the workloads) from a fixed
+# seed (``--fuzz-seed``), so that CI runs the same schedules every time; ``pytest -m long``
+# runs the long search of ``--fuzz-long-examples`` schedules (default 3,000);
+# ``--fuzz-seed random`` draws other ones each run. They live here, not in
+# ``tests/fuzz/conftest.py``, so that a run of the whole suite knows the options.
+
+DEFAULT_EXAMPLES = 300
+DEFAULT_LONG_EXAMPLES = 3000
+DEFAULT_SEED = 20240605
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("fuzz", "schedule fuzzer (tests/fuzz)")
+    group.addoption("--fuzz-examples", type=int, default=DEFAULT_EXAMPLES,
+                    help=f"schedules to draw in all, split over the workloads (default {DEFAULT_EXAMPLES})")
+    group.addoption("--fuzz-long-examples", type=int, default=DEFAULT_LONG_EXAMPLES,
+                    help=f"schedules the long run draws (``-m long``; default {DEFAULT_LONG_EXAMPLES})")
+    group.addoption("--fuzz-seed", default=str(DEFAULT_SEED),
+                    help=f"hypothesis seed (default {DEFAULT_SEED}); 'random' for a fresh one each run")
+
+
+@pytest.fixture(scope="session")
+def fuzz_examples(request) -> int:
+    return request.config.getoption("--fuzz-examples")
+
+
+@pytest.fixture(scope="session")
+def fuzz_long_examples(request) -> int:
+    return request.config.getoption("--fuzz-long-examples")
+
+
+@pytest.fixture(scope="session")
+def fuzz_seed(request):
+    value = request.config.getoption("--fuzz-seed")
+    return None if value == "random" else int(value)
+
+
+class _StatsFromWorkers:
+    """Under pytest-xdist each worker draws its share: the workers hand their counts to
+    the controller, which prints the sum."""
+
+    def pytest_testnodedown(self, node, error):
+        from tcomp.testing.fuzz import STATS
+
+        shipped = getattr(node, "workeroutput", {}).get("fuzz_stats")
+        if shipped:
+            for category, reason, n in shipped["counts"]:
+                STATS.counts[(category, reason)] += n
+            STATS.seconds += shipped["seconds"]
+
+
+def _register_stats_from_workers(config):
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.pluginmanager.register(_StatsFromWorkers(), "fuzz-stats-from-workers")
+
+
+def pytest_sessionfinish(session):
+    if not hasattr(session.config, "workeroutput"):  # not an xdist worker
+        return
+    try:
+        from tcomp.testing.fuzz import STATS
+    except ImportError:
+        return
+    session.config.workeroutput["fuzz_stats"] = {
+        "counts": [[category, reason, n] for (category, reason), n in STATS.counts.items()],
+        "seconds": STATS.seconds}
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):
+    try:
+        from tcomp.testing.fuzz import STATS
+    except ImportError:  # hypothesis missing: the fuzz tests were skipped
+        return
+    lines = STATS.lines()
+    if lines:
+        terminalreporter.section("schedule fuzzer")
+        for line in lines:
+            terminalreporter.write_line(line)

@@ -1,5 +1,5 @@
 """The fuzzer's statistics: what a run drew, counted by outcome and reason, and the
-lines that ``tests/fuzz/conftest.py`` prints at the end of the run."""
+lines that ``tests/conftest.py`` prints at the end of the run."""
 
 from __future__ import annotations
 
@@ -39,6 +39,6 @@ class FuzzStats:
         return out
 
 
-#: what the fuzzer drew in this process (``tests/fuzz/conftest.py`` prints it)
+#: what the fuzzer drew in this process (``tests/conftest.py`` prints it)
 STATS = FuzzStats()
 
