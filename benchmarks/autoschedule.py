@@ -8,7 +8,8 @@ device copy of the same bytes), all in one run.
 Cases: sgemm4096, sgemm2048x8192x1024, sgemm1000 (fp32 matmul), fused4096 (matmul + SiLU
 + int8, fp32), chain8192 (SiLU, multiply, int8 quantize in bf16 at 8192x8192), ffn1024 (the
 bf16 FFN projection of examples/ffn_bf16.py at 1024x12288x4096), gemm4096 (the bf16 matmul
-of examples/gemm_bf16.py). Writes
+of examples/gemm_bf16.py), gemm4000x1000 (the same at 4000 x 4000 x 1000: K a
+multiple of no k step, M and N of no block). Writes
 OUT/autoschedule_CASE.json (every record, the comparison) and OUT/schedules/NAME.py.
 """
 
@@ -38,6 +39,8 @@ CASES = {
     "chain8192": ("silu_mul_quant.py", dict(M=8192, N=8192), ["schedule"], "silu_mul_quant_8192"),
     "ffn1024": ("ffn_bf16.py", dict(M=1024, N=12288, K=4096), ["schedule", "cuda_cores"], "ffn_bf16_1024x12288x4096"),
     "gemm4096": ("gemm_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "gemm_bf16_4096"),
+    "gemm4000x1000": ("gemm_bf16.py", dict(M=4000, N=4000, K=1000), ["schedule", "mma_sync"],
+                      "gemm_bf16_4000x4000x1000"),
 }
 
 TRITON_CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): common fp32 choices

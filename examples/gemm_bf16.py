@@ -37,14 +37,14 @@ def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
     ``benchmarks/ffn_bf16.py``'s variants on the H200), smaller ones in 3-stage rings for
     smaller outputs, k steps of 32 (16 where K is an odd multiple of 16); for fewer than
     32 rows (a decode step) 16 x 128 blocks of four 16 x 32 warp tiles, k steps of 64 in
-    4-stage rings (the weights stream through). None where K is not a multiple of 16 or
-    the output is under 16 x 32."""
-    if K % MMA_K or M < 16 or N < 32:
+    4-stage rings (the weights stream through). A K that the k step does not divide is
+    padded with zeros in its last step. None where the output is under 16 x 32."""
+    if M < 16 or N < 32:
         return None
-    BK = 32 if K % 32 == 0 else 16
+    BK = 16 if K <= 16 or K % 32 == 16 else 32
     if M < 32:
         wide = N >= 128
-        return dict(BM=16, BN=128 if wide else 32, BK=64 if K % 64 == 0 else BK, WM=16, WN=32 if wide else 16,
+        return dict(BM=16, BN=128 if wide else 32, BK=64 if K >= 64 else BK, WM=16, WN=32 if wide else 16,
                     stages=4)
     if M >= 128 and N >= 128:
         # rows fastest where the output has more block columns than rows (a wide weight)
@@ -58,8 +58,7 @@ def required_mma_tiles(M: int, N: int, K: int) -> dict:
     """:func:`mma_tiles_for`, or a ``ScheduleError`` naming the shapes it needs."""
     tiles = mma_tiles_for(M, N, K)
     if tiles is None:
-        raise tc.ScheduleError(f"the mma schedule needs K a multiple of {MMA_K} and an output of at least 16 x 32; "
-                               f"the shape is {M} x {N} x {K}")
+        raise tc.ScheduleError(f"the mma schedule needs an output of at least 16 x 32; the shape is {M} x {N} x {K}")
     return tiles
 
 
@@ -74,9 +73,9 @@ def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1) -> dict | None:
     else 128 columns (64 where the output has fewer) in 3-stage rings (two blocks an SM).
     On the H200 the wide blocks took 0.229 ms at 4096^3 against 0.275 ms, and the FFN
     projection 0.192 ms against 0.230 ms (``benchmarks/gemm_bf16.py``,
-    ``benchmarks/ffn_bf16.py --variant``). None where M or N is under 64 or K is not a
-    multiple of 64."""
-    if M < 64 or N < 64 or K % 64:
+    ``benchmarks/ffn_bf16.py --variant``). A K that 64 does not divide is padded with
+    zeros in its last k step. None where M, N or K is under 64."""
+    if M < 64 or N < 64 or K < 64:
         return None
     BM, BK = (128 if M >= 128 else 64), 64
     wide_ring = 4 * (BM + stacked * 256) * BK * 2  # bytes of bfloat16 tiles in 4 stages
@@ -91,7 +90,7 @@ def uses_wgmma(M: int, N: int, K: int, overrides: dict) -> bool:
     wanted = overrides.get("wgmma", 1)
     if wanted and wgmma_tiles_for(M, N, K) is None:
         if "wgmma" in overrides:
-            raise tc.ScheduleError(f"the wgmma schedule needs M, N >= 64 and K a multiple of 64; the product is "
+            raise tc.ScheduleError(f"the wgmma schedule needs M, N and K of at least 64; the product is "
                                    f"{M} x {N} x {K}")
         return False
     return bool(wanted)

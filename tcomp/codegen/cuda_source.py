@@ -348,9 +348,11 @@ class KernelWriter:
     def store(self, s: Store, depth: int) -> None:
         buf = s.buffer
         if s.asynchronous:
-            line = self.async_copy(element_bytes(buf), buf, s.index, s.value.buffer, s.value.index)
+            line = self.async_copy(element_bytes(buf), buf, s.index, s.value.buffer, s.value.index, s.in_bounds)
         else:
             value = self.load_bits(s.value) if _bit_copy(s) else self.storage_value(buf, self.value(s.value))
+            if s.in_bounds is not None:  # the padding past a tensor's edge: a zero, nothing read
+                value = f"({value} if {self.cond(s.in_bounds)} else {storage_type(buf)}(0))"
             line = f"{self.name(buf, buf.name)}[{self.flat_index(buf, s.index)}] = {value}"
         if s.predicate is not None:
             self.emit(f"if {self.cond(s.predicate)}:", depth)
@@ -358,22 +360,30 @@ class KernelWriter:
         else:
             self.emit(line, depth)
 
-    def async_copy(self, nbytes: int, dst, dst_index: Expr, src, src_index: Expr) -> str:
+    def async_copy(self, nbytes: int, dst, dst_index: Expr, src, src_index: Expr, in_bounds=None) -> str:
         """A cp.async of ``nbytes`` from element ``src_index`` of global ``src`` to element
-        ``dst_index`` of shared ``dst``."""
+        ``dst_index`` of shared ``dst``; where ``in_bounds`` is given and false, one that
+        reads nothing (from the start of ``src``) and zero-fills its ``nbytes``."""
         if nbytes not in (4, 8, 16):
             raise CodegenError(f"cp.async into {dst.name} would copy {nbytes} bytes; it copies 4, 8 or 16: the "
                                f"lanes of its fill are not consecutive on both sides, so they cannot move together")
         self.uses_async = True
-        return (f"_cp_async{nbytes}({self.name(dst, dst.name)}, {self.flat_index(dst, dst_index)}, "
-                f"{self.name(src, src.name)}, {self.flat_index(src, src_index)})")
+        head = f"{self.name(dst, dst.name)}, {self.flat_index(dst, dst_index)}, {self.name(src, src.name)}"
+        source = self.flat_index(src, src_index)
+        if in_bounds is None:
+            return f"_cp_async{nbytes}({head}, {source})"
+        cond = self.cond(in_bounds)
+        start = self.constant(0, wide=src.size > UINT32_ELEMENTS)
+        return (f"_cp_async_zfill{nbytes}({head}, ({source} if {cond} else {start}), "
+                f"({self.constant(nbytes)} if {cond} else {self.constant(0)}))")
 
     def async_vector_copy(self, loop: For, store: Store, depth: int) -> bool:
         """One 4-, 8- or 16-byte cp.async for the lanes of ``loop`` where they are consecutive
         and aligned on both sides; False (nothing emitted) elsewhere."""
         nbytes = element_bytes(store.buffer) * loop.extent
-        uniform, predicate = _lane_uniform_predicate(store, loop)
-        if not uniform or nbytes not in (4, 8, 16):
+        uniform, predicate = _lane_uniform(store.predicate, loop)
+        in_bounds_uniform, in_bounds = _lane_uniform(store.in_bounds, loop)
+        if not uniform or not in_bounds_uniform or nbytes not in (4, 8, 16):
             return False
         dst_base = self._vector_base(store.buffer, store.index, loop)
         src_base = self._vector_base(store.value.buffer, store.value.index, loop)
@@ -382,7 +392,7 @@ class KernelWriter:
         if predicate is not None:
             self.emit(f"if {self.cond(predicate)}:", depth)
             depth += 1
-        self.emit(self.async_copy(nbytes, store.buffer, dst_base, store.value.buffer, src_base), depth)
+        self.emit(self.async_copy(nbytes, store.buffer, dst_base, store.value.buffer, src_base, in_bounds), depth)
         return True
 
     def storage_value(self, buf, value: str) -> str:
@@ -402,8 +412,9 @@ class KernelWriter:
             return False
         if store.asynchronous:
             return self.async_vector_copy(loop, store, depth)
-        uniform, predicate = _lane_uniform_predicate(store, loop)
-        if not uniform:
+        uniform, predicate = _lane_uniform(store.predicate, loop)
+        in_bounds_uniform, in_bounds = _lane_uniform(store.in_bounds, loop)
+        if not uniform or not in_bounds_uniform:
             return False
         loads = []  # (load, its first element) of the loads that become vectors
         for node in walk(store.value):
@@ -420,6 +431,11 @@ class KernelWriter:
         self.uses_vector = True
         if predicate is not None:
             self.emit(f"if {self.cond(predicate)}:", depth)
+            depth += 1
+        if in_bounds is not None:  # the padding past a tensor's edge: zeros, nothing read
+            self.emit(f"if not ({self.cond(in_bounds)}):", depth)
+            self.vector_of_zeros(store, store_base, width, lane, depth + 1)
+            self.emit("else:", depth)
             depth += 1
         lane_vars = {}
         for load, base in loads:
@@ -445,6 +461,19 @@ class KernelWriter:
                 index = simplify(substitute(store.index, {lane: IntImm(n)}))
                 self.emit(f"{buf}[{self.flat_index(store.buffer, index)}] = {stored[n]}", depth)
         return True
+
+    def vector_of_zeros(self, store: Store, store_base, width: int, lane: Var, depth: int) -> None:
+        """Zeros in the ``width`` elements that ``store`` writes (one vector store where
+        ``store_base`` is its first element)."""
+        buf = self.name(store.buffer, store.buffer.name)
+        zero = f"{storage_type(store.buffer)}(0)"
+        if store_base is not None:
+            self.emit(f"_store{width}({buf}, {self.flat_index(store.buffer, store_base)}, "
+                      f"({', '.join([zero] * width)}))", depth)
+            return
+        for n in range(width):
+            index = simplify(substitute(store.index, {lane: IntImm(n)}))
+            self.emit(f"{buf}[{self.flat_index(store.buffer, index)}] = {zero}", depth)
 
     def _vector_base(self, buffer, index: Expr, loop: For):
         """The first element of a vector access of ``buffer`` by ``loop``'s lanes, or None
@@ -515,14 +544,13 @@ def _bit_copy(store: Store) -> bool:
             and stored_as_bits(value.buffer))
 
 
-def _lane_uniform_predicate(store: Store, loop: For) -> tuple:
-    """``(True, the store's guard for all of the loop's lanes at once)`` (None: no guard),
-    or ``(False, None)`` when the guard differs between lanes."""
-    predicate = store.predicate
-    if predicate is None or loop.var not in free_vars(predicate):
-        return True, predicate
-    predicate = uniform_condition(predicate, loop.var, loop.extent)
-    return predicate is not None, predicate
+def _lane_uniform(condition, loop: For) -> tuple:
+    """``(True, condition for all of the loop's lanes at once)`` (None: no condition), or
+    ``(False, None)`` when it differs between lanes."""
+    if condition is None or loop.var not in free_vars(condition):
+        return True, condition
+    condition = uniform_condition(condition, loop.var, loop.extent)
+    return condition is not None, condition
 
 
 def _fold_indices(e):

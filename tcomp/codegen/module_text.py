@@ -94,6 +94,8 @@ INDEX_CONSTANTS_COMMENT = "# index constants, frozen into the kernels at compile
 ASYNC_IMPORTS = """
 from tcomp.codegen.warp_mma import (
     {p}cp_async4 as _cp_async4, {p}cp_async8 as _cp_async8, {p}cp_async16 as _cp_async16,
+    {p}cp_async_zfill4 as _cp_async_zfill4, {p}cp_async_zfill8 as _cp_async_zfill8,
+    {p}cp_async_zfill16 as _cp_async_zfill16,
     {p}cp_async_commit as _cp_async_commit, {P}CP_ASYNC_WAIT as _CP_ASYNC_WAIT)
 """ + "".join(f"_cp_async_wait_{n} = _CP_ASYNC_WAIT[{n}]\n" for n in range(8))
 

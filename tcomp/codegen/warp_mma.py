@@ -9,6 +9,7 @@ are those verified on the H200, docs/hardware.md, "Matrix instructions"):
     ldmatrix_x1/_x2/_x4(smem, index)       ldmatrix.sync.aligned.m8n8.xN.shared.b16
     ldmatrix_x1_trans/_x2_trans/_x4_trans  ... .trans
     cp_async4/8/16(smem, index, src, index) cp.async.{ca,ca,cg}.shared.global, 4/8/16 bytes
+    cp_async_zfill4/8/16(.., read_bytes)   the same reading only read_bytes, zero-filling the rest
     cp_async_commit()                      cp.async.commit_group
     cp_async_wait(n) (n = 0..7, a constant) cp.async.wait_group n
     pack_bf16x2(hi, lo), pack_f16x2(hi, lo) cvt.rn.{bf16x2,f16x2}.f32: two floats, one register
@@ -137,22 +138,30 @@ def _make_ldmatrix(count: int, trans: bool):
     return intrinsic(ldmatrix)
 
 
-def _make_cp_async(nbytes: int):
+def _make_cp_async(nbytes: int, zero_fill: bool = False):
     cache = "cg" if nbytes == 16 else "ca"  # NOTE: .cg (L2 only) takes 16-byte copies only
-    text = (f"{{ .reg .u64 g; cvta.to.global.u64 g, $1; cp.async.{cache}.shared.global [$0], [g], {nbytes}; }}")
+    src_size = ", $2" if zero_fill else ""  # bytes read; the rest of the copy is zero-filled
+    text = (f"{{ .reg .u64 g; cvta.to.global.u64 g, $1; "
+            f"cp.async.{cache}.shared.global [$0], [g], {nbytes}{src_size}; }}")
 
-    def cp_async(typingctx, smem, smem_index, src, src_index):
-        sig = types.void(smem, smem_index, src, src_index)
+    def codegen(context, builder, signature, args):
+        dst = _shared_address(context, builder, signature.args[0], args[0], args[1])
+        source = _global_address(context, builder, signature.args[2], args[2], args[3])
+        operands, constraints = [dst, source], "r,l"
+        if zero_fill:
+            operands.append(context.cast(builder, args[4], signature.args[4], types.uint32))
+            constraints += ",r"
+        _asm(builder, ir.VoidType(), operands, text, constraints + ",~{memory}", side_effect=True)
+        return context.get_dummy_value()
 
-        def codegen(context, builder, signature, args):
-            dst = _shared_address(context, builder, signature.args[0], args[0], args[1])
-            source = _global_address(context, builder, signature.args[2], args[2], args[3])
-            _asm(builder, ir.VoidType(), [dst, source], text, "r,l,~{memory}", side_effect=True)
-            return context.get_dummy_value()
+    if zero_fill:
+        def cp_async(typingctx, smem, smem_index, src, src_index, read_bytes):
+            return types.void(smem, smem_index, src, src_index, read_bytes), codegen
+    else:
+        def cp_async(typingctx, smem, smem_index, src, src_index):
+            return types.void(smem, smem_index, src, src_index), codegen
 
-        return sig, codegen
-
-    cp_async.__name__ = f"cp_async{nbytes}"
+    cp_async.__name__ = f"cp_async{'_zfill' if zero_fill else ''}{nbytes}"
     return intrinsic(cp_async)
 
 
@@ -203,6 +212,9 @@ mma_m16n8k16_f16 = _make_mma("f16")
 ldmatrix_x1, ldmatrix_x2, ldmatrix_x4 = (_make_ldmatrix(n, False) for n in (1, 2, 4))
 ldmatrix_x1_trans, ldmatrix_x2_trans, ldmatrix_x4_trans = (_make_ldmatrix(n, True) for n in (1, 2, 4))
 cp_async4, cp_async8, cp_async16 = (_make_cp_async(n) for n in (4, 8, 16))
+#: ``cp_async_zfill{n}(smem, i, src, j, read_bytes)``: copies ``read_bytes`` (0 or n) and
+#: zero-fills the rest of the n bytes (cp.async's ``src-size``): a tile's padding
+cp_async_zfill4, cp_async_zfill8, cp_async_zfill16 = (_make_cp_async(n, zero_fill=True) for n in (4, 8, 16))
 cp_async_commit = _make_plain("cp.async.commit_group;", "cp_async_commit")
 #: ``cp_async_wait[n]``: wait until at most ``n`` committed groups are still in flight
 CP_ASYNC_WAIT = tuple(_make_plain(f"cp.async.wait_group {n};", f"cp_async_wait_{n}") for n in range(8))
@@ -318,6 +330,17 @@ def _sim_cp_async(nbytes: int):
     return cp_async
 
 
+def _sim_cp_async_zfill(nbytes: int):
+    def cp_async(smem, smem_index, src, src_index, read_bytes):
+        count = nbytes // np.asarray(src).itemsize
+        data = np.zeros(count, np.asarray(src).dtype)
+        read = int(read_bytes) // np.asarray(src).itemsize
+        data[:read] = src[src_index:src_index + read]  # NOTE: read at issue
+        _copies().open.append((smem, int(smem_index), data))
+
+    return cp_async
+
+
 def sim_cp_async_commit():
     state = _copies()
     state.groups.append(state.open)
@@ -347,6 +370,7 @@ sim_mma_m16n8k16_bf16, sim_mma_m16n8k16_f16 = _sim_mma("bf16"), _sim_mma("f16")
 sim_ldmatrix_x1, sim_ldmatrix_x2, sim_ldmatrix_x4 = (_sim_ldmatrix(n, False) for n in (1, 2, 4))
 sim_ldmatrix_x1_trans, sim_ldmatrix_x2_trans, sim_ldmatrix_x4_trans = (_sim_ldmatrix(n, True) for n in (1, 2, 4))
 sim_cp_async4, sim_cp_async8, sim_cp_async16 = (_sim_cp_async(n) for n in (4, 8, 16))
+sim_cp_async_zfill4, sim_cp_async_zfill8, sim_cp_async_zfill16 = (_sim_cp_async_zfill(n) for n in (4, 8, 16))
 SIM_CP_ASYNC_WAIT = tuple(_sim_cp_async_wait(n) for n in range(8))
 sim_pack_bf16x2, sim_pack_f16x2 = _sim_pack("bf16"), _sim_pack("f16")
 
@@ -357,6 +381,8 @@ INSTRUCTIONS = {
     **{f"ldmatrix_x{n}{s}": (globals()[f"ldmatrix_x{n}{s}"], globals()[f"sim_ldmatrix_x{n}{s}"])
        for n in (1, 2, 4) for s in ("", "_trans")},
     **{f"cp_async{n}": (globals()[f"cp_async{n}"], globals()[f"sim_cp_async{n}"]) for n in (4, 8, 16)},
+    **{f"cp_async_zfill{n}": (globals()[f"cp_async_zfill{n}"], globals()[f"sim_cp_async_zfill{n}"])
+       for n in (4, 8, 16)},
     "cp_async_commit": (cp_async_commit, sim_cp_async_commit),
     **{f"cp_async_wait_{n}": (CP_ASYNC_WAIT[n], SIM_CP_ASYNC_WAIT[n]) for n in range(8)},
     "pack_bf16x2": (pack_bf16x2, sim_pack_bf16x2),

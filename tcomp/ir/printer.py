@@ -69,6 +69,8 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
         return f"{head}\n{stmt_to_str(s.body, indent + 1, inner)}"
     if isinstance(s, Store):
         index, value = expr_to_str(s.index, 0, names), expr_to_str(s.value, 0, names)
+        if s.in_bounds is not None:
+            value = f"{value} if {expr_to_str(s.in_bounds, 0, names)} else 0"
         line = f"{s.buffer.name}[{index}] = {value}"
         if s.asynchronous:
             line = f"cp.async {line}"

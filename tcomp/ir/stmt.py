@@ -5,9 +5,11 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
     Stmt    := For(var, extent, kind, body)     kind: serial | unroll | vectorize
                                                  | blockIdx.{x,y,z} | threadIdx.{x,y,z}
              | Seq(stmts)
-             | Store(buffer, index, value, predicate, asynchronous)
+             | Store(buffer, index, value, predicate, asynchronous, in_bounds)
                                                  flat store; predicate may be None; an
-                                                 asynchronous one is a cp.async copy
+                                                 asynchronous one is a cp.async copy;
+                                                 where in_bounds is given and false, a
+                                                 zero is stored instead of value
              | Allocate(buffer, body)            shared or local storage live in body
              | Barrier()                         __syncthreads() for every thread of a block
              | AsyncCommit()                     close the thread's group of cp.async copies
@@ -118,6 +120,10 @@ class Store(Stmt):
     #: size, ``buffer`` is shared; the element lands by an AsyncWait that leaves fewer
     #: groups in flight than this thread committed after the copy
     asynchronous: bool = False
+    #: where given and false, zero is stored instead of ``value`` (which is then not
+    #: evaluated): the padding of a tile past its tensor's edge (``tcomp.lower.padding``);
+    #: an asynchronous copy then copies no bytes and zero-fills its destination
+    in_bounds: Expr | None = None
 
 
 @dataclass(frozen=True, eq=False)

@@ -31,6 +31,7 @@ from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Buffer
 from ..ir.visitor import substitute, walk
 from ..schedule.stage import Split, Stage
 from .inline import expand_inline
+from .padding import zero_padding
 from .intervals import Interval, StridedInterval, interval, strided_interval, union, upper_bound
 
 
@@ -46,6 +47,11 @@ class StageLayout:
     predicates: tuple  # conditions on the leaf vars under which an iteration is real
     buffer: Buffer | None
     scope: str
+    #: those of ``predicates`` that zero padding replaces (``tcomp.lower.padding``): a
+    #: padded product drops them; a zero-filled tile (``zero_fill``) stores a zero
+    #: where they fail instead of skipping the element
+    padded: tuple = ()
+    zero_fill: bool = False
 
 
 def storage_axes(stage: Stage) -> tuple:
@@ -68,6 +74,7 @@ class BoundInference:
         self.bodies = {st: expand_inline(st.op.body, schedule)
                        for st in schedule.stages if st.attach.kind != "inline"}
         self.var_extents: dict = {}  # every leaf loop var seen so far -> extent
+        self.padding = zero_padding(schedule, self.bodies, storage_scope)
 
     def layout(self, stage: Stage) -> StageLayout:
         if stage not in self.layouts:
@@ -93,7 +100,10 @@ class BoundInference:
         inward = self._inward_splits(stage) if kind == "root" else frozenset()
         extents, values = _leaf_structure(stage, ranges, inward)
         self.var_extents.update(extents)
-        predicates = self._predicates(stage, ranges, extents, values, inward)
+        predicates, edges = self._predicates(stage, ranges, extents, values, inward)
+        zero_fill = stage in self.padding.tiles
+        padded_axes = self.padding.products.get(stage, tuple(edges) if zero_fill else ())
+        padded = tuple(atom for ax in padded_axes for atom in edges.get(ax, ()))
         scope = storage_scope(stage)
         if scope == "global":
             laid_out = [name for name, used in (("storage_pad", any(stage.storage_padding.values())),
@@ -115,7 +125,8 @@ class BoundInference:
                 raise ScheduleError(f"{how} of {stage.name}, whose buffer is {' x '.join(map(str, shape))}: its last "
                                     f"two dimensions must be multiples of {blocks[0]} and {blocks[1]}")
             buffer = Buffer(stage.name, stage.tensor.dtype, shape, scope, blocks, stage.storage_swizzled)
-        return StageLayout(stage, self.bodies[stage], ranges, extents, values, predicates, buffer, scope)
+        return StageLayout(stage, self.bodies[stage], ranges, extents, values, predicates, buffer, scope, padded,
+                           zero_fill)
 
     def _inward_splits(self, root: Stage) -> frozenset:
         """The splits of kernel root ``root`` whose boundary tile is shifted inwards (see
@@ -136,26 +147,37 @@ class BoundInference:
                          and rel.parent.extent > rel.factor and rel.parent.extent % rel.factor)
 
     def _predicates(self, stage, ranges, extents, values, inward=frozenset()) -> tuple:
-        preds = []
+        """The guards of the stage's statement, and those of them that fail exactly where an
+        axis runs past its tensor's edge (axis -> guards)."""
+        preds, edges = [], {}
         # tails of splits whose factor does not divide the extent
         loop_values = _loop_values(stage, extents, inward)
+        whole = {ax: ax for ax in stage.reduce_axes}  # var -> the reduction axis whose whole value it is
         for rel in stage.relations:
+            if isinstance(rel, Split) and rel.parent in whole and extents[rel.outer] == 1:
+                whole[rel.inner] = whole[rel.parent]
             if isinstance(rel, Split) and rel.parent not in stage.root_axes:
                 parent_extent = _relation_extent(stage, rel.parent, ranges, extents)
                 if parent_extent % rel.factor != 0 and parent_extent > rel.factor:
                     preds.append(compare("<", loop_values[rel.parent], parent_extent))
+                    if rel.parent in whole:  # the reduction axis running past its end
+                        edges.setdefault(whole[rel.parent], []).append(preds[-1])
         # a split of a root axis whose factor does not divide the region, or a region that
         # runs past the tensor's edge (a tile of a size no tile divides)
         all_extents = {**self.var_extents, **extents}
         for ax in stage.root_axes + stage.reduce_axes:
             limit = ax.extent
+            whole_axis = ranges[ax].extent == limit and isinstance(ranges[ax].min, IntImm) and ranges[ax].min.value == 0
             rel_hi = upper_bound(loop_values[ax], all_extents)
             if rel_hi is None or rel_hi >= ranges[ax].extent:
                 preds.append(compare("<", loop_values[ax], ranges[ax].extent))
+                if whole_axis:
+                    edges.setdefault(ax, []).append(preds[-1])
             hi = upper_bound(values[ax], all_extents)
             if hi is None or hi >= limit:
                 preds.append(compare("<", values[ax], limit))
-        return tuple(preds)
+                edges.setdefault(ax, []).append(preds[-1])
+        return tuple(preds), edges
 
     def _reads_of(self, producer: Stage, consumer: Stage) -> list:
         body = self.bodies[consumer]

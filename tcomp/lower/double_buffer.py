@@ -66,7 +66,9 @@ def stage_through_registers(fill: Stmt, loop: Var, extent: int, stage_name: str)
     def at(iteration, guard=None) -> Stmt:
         shift = {loop: iteration}
         predicate = None if store.predicate is None else substitute(store.predicate, shift)
-        staged = Store(registers, register_index, substitute(store.value, shift), logical_and(guard, predicate))
+        in_bounds = None if store.in_bounds is None else substitute(store.in_bounds, shift)
+        staged = Store(registers, register_index, substitute(store.value, shift), logical_and(guard, predicate),
+                       in_bounds=in_bounds)
         return renest(loops, staged)
 
     next_iteration = binary("+", loop, 1)

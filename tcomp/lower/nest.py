@@ -68,7 +68,11 @@ class NestBuilder:
         else:
             index = self.region_index(stage, layout, values)
         reduce_leaves = [v for v in stage.leaf_vars if v.kind == "reduce"]
-        preds = list(_dedupe(layout.predicates))
+        # NOTE: zero padding (tcomp.lower.padding) drops the guards past a tensor's edge,
+        # or, in a zero-filled tile, stores a zero where they fail
+        padded = [p for p in layout.predicates if any(p is q for q in layout.padded)]
+        preds = list(_dedupe(p for p in layout.predicates if not any(p is q for q in padded)))
+        in_bounds = logical_and(*_dedupe(padded)) if layout.zero_fill else None
         if isinstance(body, Reduce):
             source = self.lower_expr(body.source, layout.values)
             current = Load(buf, index)
@@ -78,7 +82,8 @@ class NestBuilder:
             init_preds = [p for p in preds if not (free_vars(p) & reduce_set)]
             init = Store(buf, index, _identity(body.combiner, body.dtype), logical_and(*init_preds))
         else:
-            innermost = Store(buf, index, self.lower_expr(body, layout.values), logical_and(*preds))
+            innermost = Store(buf, index, self.lower_expr(body, layout.values), logical_and(*preds),
+                              in_bounds=in_bounds)
             init = None
         first_reduce = stage.leaf_vars.index(reduce_leaves[0]) if reduce_leaves else None
         stmt = innermost

@@ -92,7 +92,9 @@ def simplify_indices(kernel: Kernel) -> Kernel:
 def _simplify_stores(body):
     def fn(node):
         pred = simplify_pred(node.predicate) if node.predicate is not None else None
-        return replace(node, index=simplify(node.index), value=simplify(node.value), predicate=pred)
+        in_bounds = simplify_pred(node.in_bounds) if node.in_bounds is not None else None
+        return replace(node, index=simplify(node.index), value=simplify(node.value), predicate=pred,
+                       in_bounds=in_bounds)
 
     return rewrite(body, lambda n: fn(n) if isinstance(n, Store) else None)
 

@@ -109,8 +109,9 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
         shift = {loop: iteration}
         predicate = None if store.predicate is None else substitute(store.predicate, shift)
         index = binary("+", binary("*", slot, _size(tile)), substitute(store.index, shift))
+        in_bounds = None if store.in_bounds is None else substitute(store.in_bounds, shift)
         return renest(loops, Store(ring, index, substitute(source, shift), logical_and(guard, predicate),
-                                    asynchronous=True))
+                                    asynchronous=True, in_bounds=in_bounds))
 
     distance = stages - 1 - reader_lag
     ahead = binary("+", loop, distance)

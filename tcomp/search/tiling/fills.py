@@ -27,20 +27,24 @@ def cooperative_fill(s, cache, threads_y: int, threads_x: int, vector: int) -> N
     over_the_threads(s, cache, flat, threads_y, threads_x)
 
 
-def blocked_fill(s, cache, threads_y: int, threads_x: int) -> None:
+def blocked_fill(s, cache, threads_y: int, threads_x: int, lanes: int = 8) -> None:
     """Spread the fill of a shared tile stored in 8 x 8 blocks over the block's threads,
-    16 bytes (8 values of a block row) per thread and copy: eight consecutive threads
+    16 bytes (8 values of a block row) per thread and copy (``lanes`` of them at a time
+    where the tensor's rows are not aligned to 16 bytes): eight consecutive threads
     fill the eight rows of one block (its 128 contiguous bytes, every bank once), the
     next eight the block to its right, so that a warp reads 64 contiguous bytes of each
     of eight rows of the operand."""
     *lead, rows, cols = s[cache].axis
     row_block, row = s[cache].split(rows, 8)
-    col_block, lanes = s[cache].split(cols, 8)
-    s[cache].reorder(*lead, row_block, col_block, row, lanes)
+    col_block, vector = s[cache].split(cols, 8)
+    s[cache].reorder(*lead, row_block, col_block, row, vector)
+    if lanes < 8:
+        pieces, vector = s[cache].split(vector, lanes)
+        s[cache].unroll(pieces)
     flat, *rest = (*lead, row_block, col_block, row)
     for axis in rest:
         flat = s[cache].fuse(flat, axis)
-    s[cache].vectorize(lanes)
+    s[cache].vectorize(vector)
     over_the_threads(s, cache, flat, threads_y, threads_x)
 
 

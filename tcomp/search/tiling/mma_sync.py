@@ -8,7 +8,7 @@ from ...errors import ScheduleError
 from ...target.instructions import MMA_K, MMA_M, MMA_N
 from .base import Rule
 from .fills import cooperative_fill
-from .products import operands_of_16_bits, product_stage, staged_blocks
+from .products import aligned_lanes, copied_asynchronously, operands_of_16_bits, product_stage, staged_blocks
 
 #: elements of padding after each row of the shared tiles that ldmatrix reads (16 bytes)
 MMA_PAD = 8
@@ -21,8 +21,11 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     holds rows ``8 * r + l // 4`` and columns ``2 * (l % 4) + c`` of each (r, c in 0, 1),
     accumulated in registers over k steps of 16. ``a`` and ``b`` are staged in shared
     tiles of BM x BK and BK x BN, filled by all the block's threads ``vector`` elements
-    (16 bytes) at a time; with ``stages`` (3 or more) the tiles are cp.async rings of
-    that many k steps. A product with axes ahead of its rows and columns (``P[h, i, j] =
+    (16 bytes) at a time, fewer where an operand's rows are not aligned to that
+    (:func:`aligned_lanes`); with ``stages`` (3 or more) the tiles are cp.async rings of
+    that many k steps (an operand whose rows allow no copy of 4 bytes is filled anew
+    each k step instead). A k step past the end of K reads tiles padded with zeros
+    (``tcomp.lower.padding``). A product with axes ahead of its rows and columns (``P[h, i, j] =
     sum_k A[i, k] W[h, k, j]``, the gate and up projections of SwiGLU over one stacked
     weight) computes every h of a lane's tile in the same k loop, from one tile of A.
     Each tile's rows are padded by ``pad`` elements (``storage_pad``):
@@ -42,10 +45,10 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
         raise ScheduleError(f"mma_warp_tiles tiles the last two axes of {out.name} and binds one axis ahead of "
                             f"them to blockIdx.z; {out.name} has {len(out.shape)} axes")
     K = s[product].op.reduce_axis[0].extent
-    if M < BM or N < BN or K % BK or BK % MMA_K:
+    if M < BM or N < BN or BK % MMA_K:
         raise ScheduleError(f"the mma tiles need M >= BM = {BM}, N >= BN = {BN} (a last block that does not fit "
-                               f"is shifted inwards) and K a multiple of BK = {BK}, itself a multiple of {MMA_K}; "
-                               f"the shape is {M} x {N} x {K}")
+                            f"is shifted inwards) and BK = {BK} a multiple of {MMA_K} (a k step past K is padded "
+                            f"with zeros); the shape is {M} x {N} x {K}")
     acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
     wi, ii = s[out].split(ii, WM)
     wj, jj = s[out].split(jj, WN)
@@ -77,8 +80,9 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
         s[cache].compute_at(s[acc], ko)
         if pad:
             s[cache].storage_pad(s[cache].axis[-1], pad)
-        cooperative_fill(s, cache, warps, 32, vector)
-        if stages:
+        lanes = aligned_lanes(cache, vector)
+        cooperative_fill(s, cache, warps, 32, lanes)
+        if stages and copied_asynchronously(cache, lanes):
             s[cache].pipeline(stages)
     s[acc].tensorize(ki, "mma_m16n8k16")
 
@@ -103,7 +107,8 @@ class MmaTiling(Rule):
     def valid(self, group, space, p):
         M, N = space.stages[group.anchor].shape
         K = space.stages[product_stage(group)[0]].op.reduce_axis[0].extent
-        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or K % p["BK"] or M < p["BM"] or N < p["BN"]:
+        # NOTE: a K that BK does not divide is padded with zeros (tcomp.lower.padding)
+        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or K < p["BK"] or M < p["BM"] or N < p["BN"]:
             return False
         threads = 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
         per_fill = 8 * threads  # 16-byte vectors of eight 16-bit values

@@ -4,6 +4,7 @@ reads them."""
 
 from __future__ import annotations
 
+from ...dtypes import itemsize
 from ...ir.expr import Cast
 from ...lang.tensor import TensorRead
 from ...target.instructions import MATRIX_OPERAND_DTYPES
@@ -70,6 +71,25 @@ def staged_blocks(s, out, product, a, b, BM: int, BN: int) -> tuple:
     return acc, a_shared, b_shared, s[out].tile(i, j, BM, BN)
 
 
+def aligned_lanes(tile, widest: int = 8) -> int:
+    """How many elements (at most ``widest``, 16 bytes of a 16-bit type) of the tensor
+    that shared ``tile`` caches one aligned access can move: the largest power of two
+    that divides the length of its rows (its last dimension), so that every vector
+    starts on a multiple of its size. A bfloat16 operand with K = 1000 moves 8 (16
+    bytes), with K = 1002 two, with K = 1001 one."""
+    lanes = widest
+    while tile.shape[-1] % lanes:
+        lanes //= 2
+    return lanes
+
+
+def copied_asynchronously(tile, lanes: int) -> bool:
+    """Can a fill of ``tile`` that moves ``lanes`` elements at a time be a cp.async copy
+    (4, 8 or 16 bytes)? A row of odd length of a 16-bit type cannot: its fill loads
+    element by element."""
+    return lanes * itemsize(tile.dtype) >= 4
+
+
 def fits_problem(tile: int, extent: int) -> bool:
     """A tile no larger than the extent rounded up to a power of two (at least 16)."""
     bound = 16
@@ -83,5 +103,5 @@ def output_tiles(M: int, N: int, p) -> int:
     return -(-M // p["BM"]) * -(-N // p["BN"])
 
 
-__all__ = ["accumulator", "copied_by_cp_async", "fits_problem", "matrix_product_operands", "operand_caches",
+__all__ = ["accumulator", "aligned_lanes", "copied_asynchronously", "copied_by_cp_async", "fits_problem", "matrix_product_operands", "operand_caches",
            "operands_of_16_bits", "output_tiles", "product_stage", "staged_blocks"]

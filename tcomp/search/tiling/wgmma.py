@@ -10,7 +10,7 @@ from ...target.instructions import WARPGROUP, WGMMA_K, WGMMA_M
 from ...target.storage import SWIZZLE_ALIGNMENT
 from .base import Rule
 from .fills import blocked_fill, cooperative_fill
-from .products import operands_of_16_bits, product_stage, staged_blocks
+from .products import aligned_lanes, copied_asynchronously, operands_of_16_bits, product_stage, staged_blocks
 
 #: registers a wgmma thread needs besides its accumulators (ptxas: 118 with 64 of them)
 WGMMA_OTHER_REGISTERS = 56
@@ -27,7 +27,10 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     instruction reads through its descriptors: with ``swizzle`` the 128-byte swizzle
     (``storage_swizzle``; BK and BN multiples of 64), filled row by row 16 bytes a thread,
     else 8 x 8 blocks (``storage_blocks``) filled as :func:`blocked_fill` says; with
-    ``stages`` (2 or more) they are cp.async rings of that many k steps, and each k step's
+    ``stages`` (2 or more) they are cp.async rings of that many k steps (16-byte copies, or
+    narrower where an operand's rows are not aligned to 16 bytes, :func:`aligned_lanes`;
+    an operand whose rows allow no copy of 4 bytes is filled anew each k step instead;
+    a k step past the end of K reads tiles padded with zeros), and each k step's
     chain of instructions may run on while the next one is issued: ``in_flight`` chains
     (at most ``stages - 2``) are left running at the end of a k step, the copies going
     that many slots further behind (``pipeline(stages, reader_lag)``). A leading axis of
@@ -42,11 +45,11 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     if swizzle and (BK % 64 or BN % 64):
         raise ScheduleError(f"the 128-byte swizzle stores rows of 64 16-bit values: BK and BN must be multiples of 64; "
                             f"they are {BK} and {BN}")
-    if BM % WGMMA_M or BN % 8 or not 8 <= BN <= 256 or M < BM or N < BN or K % BK or BK % WGMMA_K:
+    if BM % WGMMA_M or BN % 8 or not 8 <= BN <= 256 or M < BM or N < BN or BK % WGMMA_K:
         raise ScheduleError(f"the wgmma tiles need BM a multiple of {WGMMA_M}, BN a multiple of 8 up to 256, "
-                            f"M >= BM, N >= BN (a last block that does not fit is shifted inwards) and K a multiple "
-                            f"of BK, itself a multiple of {WGMMA_K}; BM = {BM}, BN = {BN}, BK = {BK} and the shape is "
-                            f"{M} x {N} x {K}")
+                            f"M >= BM, N >= BN (a last block that does not fit is shifted inwards) and BK a multiple "
+                            f"of {WGMMA_K} (a k step past K is padded with zeros); BM = {BM}, BN = {BN}, BK = {BK} "
+                            f"and the shape is {M} x {N} x {K}")
     acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
     group_row, ii = s[out].split(ii, WGMMA_M)
     warp, ii = s[out].split(ii, 16)
@@ -71,13 +74,14 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
         s[acc].unroll(ax)
     for cache in (a_shared, b_shared):
         s[cache].compute_at(s[acc], ko)
+        lanes = aligned_lanes(cache)
         if swizzle:
             s[cache].storage_swizzle()
-            cooperative_fill(s, cache, BM // WGMMA_M, WARPGROUP, 8)
+            cooperative_fill(s, cache, BM // WGMMA_M, WARPGROUP, lanes)
         else:
             s[cache].storage_blocks(8, 8)
-            blocked_fill(s, cache, BM // WGMMA_M, WARPGROUP)
-        if stages:
+            blocked_fill(s, cache, BM // WGMMA_M, WARPGROUP, lanes)
+        if stages and copied_asynchronously(cache, lanes):
             s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2))
     s[acc].tensorize(ki, f"wgmma_m64n{BN}k16")
 
@@ -103,7 +107,8 @@ class WgmmaTiling(Rule):
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
         K = space.stages[product_stage(group)[0]].op.reduce_axis[0].extent
-        if K % p["BK"] or M < p["BM"] or N < p["BN"] or group.staged:
+        # NOTE: a K that BK does not divide is padded with zeros (tcomp.lower.padding)
+        if K < p["BK"] or M < p["BM"] or N < p["BN"] or group.staged:
             return False
         threads = WARPGROUP * p["BM"] // WGMMA_M
         registers = p["BN"] // 2 + WGMMA_OTHER_REGISTERS  # the accumulators and the rest
