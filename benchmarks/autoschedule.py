@@ -7,9 +7,12 @@ device copy of the same bytes), all in one run.
 
 Cases: sgemm4096, sgemm2048x8192x1024, sgemm1000 (fp32 matmul), fused4096 (matmul + SiLU
 + int8, fp32), chain8192 (SiLU, multiply, int8 quantize in bf16 at 8192x8192), ffn1024 (the
-bf16 FFN projection of examples/ffn_bf16.py at 1024x12288x4096), gemm4096 (the bf16 matmul
+bf16 FFN projection of examples/ffn_bf16.py at 1024x12288x4096), ffn1 (the same at one decode
+row), gemm4096 (the bf16 matmul
 of examples/gemm_bf16.py), gemm4000x1000 (the same at 4000 x 4000 x 1000: K a
-multiple of no k step, M and N of no block). Writes
+multiple of no k step, M and N of no block), gemm2048x8192 (2048 x 2048 x 8192: 128 output tiles
+for 132 SMs), linear4096 (examples/linear_bf16.py: A @ W.T, W stored [N, K], 4096^3),
+batched8x1024 (examples/batched_gemm_bf16.py: 8 products of 1024^3). Writes
 OUT/autoschedule_CASE.json (every record, the comparison) and OUT/schedules/NAME.py.
 """
 
@@ -38,9 +41,15 @@ CASES = {
     "fused4096": ("matmul_silu_quant.py", dict(M=4096, N=4096, K=4096), ["schedule"], "matmul_silu_quant_4096"),
     "chain8192": ("silu_mul_quant.py", dict(M=8192, N=8192), ["schedule"], "silu_mul_quant_8192"),
     "ffn1024": ("ffn_bf16.py", dict(M=1024, N=12288, K=4096), ["schedule", "cuda_cores"], "ffn_bf16_1024x12288x4096"),
+    "ffn1": ("ffn_bf16.py", dict(M=1, N=12288, K=4096), ["schedule", "cuda_cores"], "ffn_bf16_1x12288x4096"),
     "gemm4096": ("gemm_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "gemm_bf16_4096"),
     "gemm4000x1000": ("gemm_bf16.py", dict(M=4000, N=4000, K=1000), ["schedule", "mma_sync"],
                       "gemm_bf16_4000x4000x1000"),
+    "gemm2048x8192": ("gemm_bf16.py", dict(M=2048, N=2048, K=8192), ["schedule", "mma_sync"],
+                      "gemm_bf16_2048x2048x8192"),
+    "linear4096": ("linear_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "linear_bf16_4096"),
+    "batched8x1024": ("batched_gemm_bf16.py", dict(B=8, M=1024, N=1024, K=1024), ["schedule", "mma_sync"],
+                      "batched_gemm_bf16_8x1024"),
 }
 
 TRITON_CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): common fp32 choices
@@ -142,9 +151,13 @@ def _baselines(case, bench, ref_path):
                 y = torch.nn.functional.silu(torch.matmul(a, b))
                 return torch.clamp(torch.round(y / 0.05), -128, 127).to(torch.int8)
             out["PyTorch eager fp32"] = _time_torch(eager)
-    elif case.startswith("gemm"):
+    elif case.startswith("gemm") or case.startswith("batched"):
         a, w = inputs
         out["cuBLAS bf16 (torch.matmul, bf16 out)"] = _time_torch(lambda: torch.matmul(a, w))
+    elif case.startswith("linear"):
+        a, w = inputs
+        out["cuBLAS bf16 (torch.nn.functional.linear: A @ W.T, bf16 out)"] = _time_torch(
+            lambda: torch.nn.functional.linear(a, w))
     elif case.startswith("ffn"):
         a, w = inputs
         out["cuBLAS bf16 matmul alone (torch.matmul)"] = _time_torch(lambda: torch.matmul(a, w))

@@ -18,6 +18,7 @@ import tcomp as tc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_bf16 import mma_tiles_for, mma_warp_tiles, tensor_core_tiles, uses_wgmma  # noqa: E402  (tilings)
 from sgemm_ladder import blocktile_2d  # noqa: E402  (the ladder's 2D blocktiling schedule)
+from tcomp.search.tiling.skinny import stream_rows  # noqa: E402  (a decode step's weights streamed)
 
 SCALE = 0.05
 #: streaming multiprocessors of the H200: a decode step's blocks should cover them
@@ -44,11 +45,14 @@ def schedule(s, out, **tile_overrides):
     registers; the bf16 rounding, SiLU and quantization inlined into the epilogue each
     thread runs on its accumulators. Where wgmma does not fit the shape (or with
     ``wgmma=0``), blocks of warp tiles of mma.sync tiles (``gemm_bf16.mma_tiles_for``);
-    where K is not a multiple of 16 (or the output is under 16 x 32), :func:`cuda_cores`;
-    few rows, :func:`decode` (:func:`decode_slices`). ``tile_overrides`` replace the
+    where the output is under 16 x 32, :func:`cuda_cores`; 16 to 31 rows, :func:`decode`
+    (:func:`decode_slices`); under 16 rows, :func:`stream` (W streamed once into registers). ``tile_overrides`` replace the
     tilings' arguments (``benchmarks/ffn_bf16.py --variant``)."""
     M, N = out.shape
     K = s["C"].op.reduce_axis[0].extent
+    if M < 16 and stream_parts(N, K) is not None:
+        stream(s, out)
+        return
     tiles = mma_tiles_for(M, N, K)
     if tiles is None:
         cuda_cores(s, out)
@@ -91,6 +95,34 @@ def decode(s, out, tiles: dict, parts: int, threads=256):
     s["C"].compute_at(s[out], thread)
 
 
+def stream_parts(N: int, K: int, unroll: int = 2) -> int | None:
+    """Slices of k for :func:`stream`: the fewest (a power of two from 16) whose threads,
+    one per 8 columns a slice, reach 96 K (about 3 MB of W's 16-byte loads in flight, as
+    ``benchmarks/decode_rows.py`` found on the H100: 64 slices at N = 12288), each slice
+    at least 32 values of k; None where none divides K in whole steps of ``unroll``."""
+    fitting = [p for p in (16, 32, 64, 128, 256) if K % (p * unroll) == 0 and K // p >= 32]
+    if not fitting or N % 8:
+        return None
+    return next((p for p in fitting if N // 8 * p >= 96 * 1024), fitting[-1])
+
+
+def stream(s, out, threads: int = 256, unroll: int = 2):
+    """A decode step of under 16 rows: ``stream_rows`` (``tcomp.search.tiling.skinny``)
+    with :func:`stream_parts` slices of k, each thread 8 columns of every row from one
+    16-byte load of W a k, ``unroll`` of them in flight; a second kernel adds the slices
+    and runs the bf16 rounding, SiLU and quantization on the complete sum. At one row of
+    12288 x 4096 on the H100: 43 us, 0.82 of the copy floor of W (eager 104 us)."""
+    _, N = out.shape
+    K = s["C"].op.reduce_axis[0].extent
+    parts = stream_parts(N, K, unroll)
+    if parts is None:
+        raise tc.ScheduleError(f"the stream schedule needs N a multiple of 8 and K a multiple of 16 x {unroll} with "
+                               f"at least 32 values of k a slice; the shape is {out.shape[0]} x {N} x {K}")
+    s["Cb"].compute_inline()
+    s["Y"].compute_inline()
+    stream_rows(s, out, "C", "A", "W", parts=parts, threads=threads, unroll=unroll)
+
+
 def cuda_cores(s, out):
     """Double-buffered 2D blocktiling of Q (128x128 tiles, 8x8 per thread, A transposed in
     shared memory); the bf16 rounding, SiLU and quantization are inlined into the
@@ -104,4 +136,4 @@ def cuda_cores(s, out):
                  transpose_a=True, double_buffer=True)
 
 
-SCHEDULES = {"schedule": schedule, "cuda_cores": cuda_cores}
+SCHEDULES = {"schedule": schedule, "cuda_cores": cuda_cores, "stream": stream}

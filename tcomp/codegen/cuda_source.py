@@ -39,7 +39,7 @@ from ..target.storage import (NARROW_FLOATS, REGISTER_TYPE, STORAGE_TYPE, SWIZZL
 from . import nvvm_unroll
 from .exact_division import correction_is_exact
 from .module_text import (ASYNC_IMPORTS, INDEX_CONSTANTS_COMMENT, MMA_IMPORTS, NARROW_IMPORTS, PRELUDE_GPU,
-                          PRELUDE_SIM, VECTOR_IMPORTS, warpgroup_definitions)
+                          PRELUDE_SIM, VECTOR_IMPORTS, ZERO_FILL_IMPORTS, warpgroup_definitions)
 from .names import BUILTIN_NAMES, Namer, module_level_names
 from .value_patterns import clamped_within, constant_divisor, exact_reciprocal, rounded_and_clamped
 
@@ -57,6 +57,7 @@ class KernelWriter:
         self.lines: list[str] = []
         self.uses_narrow = False
         self.uses_async = False  # cp.async copies, commits, waits
+        self.uses_zero_fill = False  # cp.async copies that may read nothing and zero-fill
         self.uses_mma = False  # warp-wide matrix instructions and their operand packing
         #: warpgroup instructions this kernel calls: module-level name -> the factory call
         #: of ``tcomp.codegen.warpgroup_mma`` that builds it
@@ -372,6 +373,7 @@ class KernelWriter:
         source = self.flat_index(src, src_index)
         if in_bounds is None:
             return f"_cp_async{nbytes}({head}, {source})"
+        self.uses_zero_fill = True
         cond = self.cond(in_bounds)
         start = self.constant(0, wide=src.size > UINT32_ELEMENTS)
         return (f"_cp_async_zfill{nbytes}({head}, ({source} if {cond} else {start}), "
@@ -597,6 +599,8 @@ def _module_parts(program: Program, simulator: bool, target, reserved: frozenset
         parts.append(NARROW_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_async for w in writers):
         parts.append(ASYNC_IMPORTS.format(p="sim_" if simulator else "", P="SIM_" if simulator else ""))
+    if any(w.uses_zero_fill for w in writers):
+        parts.append(ZERO_FILL_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_mma for w in writers):
         parts.append(MMA_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_vector for w in writers):

@@ -94,10 +94,15 @@ INDEX_CONSTANTS_COMMENT = "# index constants, frozen into the kernels at compile
 ASYNC_IMPORTS = """
 from tcomp.codegen.warp_mma import (
     {p}cp_async4 as _cp_async4, {p}cp_async8 as _cp_async8, {p}cp_async16 as _cp_async16,
-    {p}cp_async_zfill4 as _cp_async_zfill4, {p}cp_async_zfill8 as _cp_async_zfill8,
-    {p}cp_async_zfill16 as _cp_async_zfill16,
     {p}cp_async_commit as _cp_async_commit, {P}CP_ASYNC_WAIT as _CP_ASYNC_WAIT)
 """ + "".join(f"_cp_async_wait_{n} = _CP_ASYNC_WAIT[{n}]\n" for n in range(8))
+
+#: the copies that zero-fill a tile's padding past a tensor's edge (``Store.in_bounds``)
+ZERO_FILL_IMPORTS = """
+from tcomp.codegen.warp_mma import (
+    {p}cp_async_zfill4 as _cp_async_zfill4, {p}cp_async_zfill8 as _cp_async_zfill8,
+    {p}cp_async_zfill16 as _cp_async_zfill16)
+"""
 
 MMA_IMPORTS = """
 from tcomp.codegen.warp_mma import (
@@ -125,5 +130,5 @@ from tcomp.codegen.vector_access import (
 """
 
 
-__all__ = ["ASYNC_IMPORTS", "INDEX_CONSTANTS_COMMENT", "MMA_IMPORTS", "NARROW_IMPORTS", "PRELUDE_GPU", "PRELUDE_SIM",
+__all__ = ["ASYNC_IMPORTS", "ZERO_FILL_IMPORTS", "INDEX_CONSTANTS_COMMENT", "MMA_IMPORTS", "NARROW_IMPORTS", "PRELUDE_GPU", "PRELUDE_SIM",
            "VECTOR_IMPORTS", "warpgroup_definitions"]

@@ -46,23 +46,35 @@ def stage_infos(s) -> dict:
     return infos
 
 
-def matrix_product_operands(op) -> tuple | None:
+def matrix_product_operands(op, any_layout: bool = False) -> tuple | None:
     """``(a, b)``, the tensor names of a compute ``C[i, j] = sum(a[i, k] * b[k, j], k)``
-    (each read may be wrapped in a cast), or None when ``op`` is not one."""
+    (each read may be wrapped in a cast), or None when ``op`` is not one. With
+    ``any_layout`` (the layouts the tensor-core tilings take) also ``b`` stored as
+    ``[N, K]`` (``b[j, k]``: how ``torch.nn.Linear`` keeps its weight) and one leading
+    batch axis ``h`` of C indexing ``a``, ``b`` or both ahead of their two axes
+    (``C[h, i, j] = sum(a[h, i, k] * b[h, k, j], k)``)."""
     body = op.body
-    if not isinstance(body, Reduce) or body.combiner != "sum" or len(op.axis) != 2 or len(body.axes) != 1:
+    rank = len(op.axis)
+    if not isinstance(body, Reduce) or body.combiner != "sum" or len(body.axes) != 1:
+        return None
+    if rank != 2 and not (any_layout and rank == 3):
         return None
     if not isinstance(body.source, Binary) or body.source.op != "*":
         return None
-    i, j = op.axis
+    *batch, i, j = op.axis
     (k,) = body.axes
     reads = [_read_of(factor) for factor in (body.source.a, body.source.b)]
     if None in reads:
         return None
+    leads = ((), tuple(batch)) if any_layout else ((),)
     by_index = {tuple(r.indices): r.tensor.name for r in reads}
-    a, b = by_index.get((i, k)), by_index.get((k, j))
+    a = next((by_index[lead + (i, k)] for lead in leads if lead + (i, k) in by_index), None)
+    b_orders = ((k, j), (j, k)) if any_layout else ((k, j),)
+    b = next((by_index[lead + order] for lead in leads for order in b_orders if lead + order in by_index), None)
     if a is None or b is None or a == b:
         return None
+    if batch and all(batch[0] not in r.indices for r in reads):
+        return None  # a batch axis that neither operand reads: not a product of this kind
     return a, b
 
 

@@ -7,6 +7,8 @@ The built-in ones, one family a module, in the order the space tries them:
 - :class:`WarpTiling` (:mod:`.warp`): the same with the block tile split over warps;
 - :class:`SplitK` (:mod:`.split_k`): a product whose output tiles cannot fill the GPU,
   its k axis in slices on blocks of their own, then added;
+- :class:`SkinnyProduct` (:mod:`.skinny`): a product of at most 16 rows (a decode step),
+  its weights streamed once into registers, k in slices added in a fixed order;
 - :class:`MmaTiling` (:mod:`.mma_sync`): a 16-bit product on ``mma.sync`` tensor cores;
 - :class:`WgmmaTiling` (:mod:`.wgmma`): a 16-bit product on Hopper's warpgroup instructions;
 - :class:`RowReduction` (:mod:`.rows`): a row reduction that is not a product;
@@ -26,6 +28,7 @@ from .flat import FlatTiling
 from .mma_sync import MMA_PAD, MmaTiling, mma_warp_tiles
 from .products import matrix_product_operands
 from .rows import RowReduction
+from .skinny import SkinnyProduct, stream_rows
 from .split_k import SplitK
 from .warp import WarpTiling
 from .wgmma import WgmmaTiling, wgmma_tiles
@@ -33,12 +36,14 @@ from .wgmma import WgmmaTiling, wgmma_tiles
 BLOCK_TILING = register_rule(BlockTiling())
 WARP_TILING = register_rule(WarpTiling())
 SPLIT_K = register_rule(SplitK())
+SKINNY_PRODUCT = register_rule(SkinnyProduct())
 MMA_TILING = register_rule(MmaTiling())
 WGMMA_TILING = register_rule(WgmmaTiling())
 ROW_REDUCTION = register_rule(RowReduction())
 FLAT_TILING = register_rule(FlatTiling())
 
 __all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_K", "MMA_M", "MMA_N", "MMA_PAD",
-           "MMA_TILING", "MmaTiling", "ROW_REDUCTION", "Rule", "RowReduction", "SPLIT_K", "SplitK", "TilingRule",
+           "MMA_TILING", "MmaTiling", "ROW_REDUCTION", "Rule", "RowReduction", "SKINNY_PRODUCT", "SPLIT_K",
+           "SkinnyProduct", "SplitK", "TilingRule",
            "WARP_TILING", "WGMMA_TILING", "WarpTiling", "WgmmaTiling", "matrix_product_operands", "mma_warp_tiles",
-           "register_rule", "registered_rules", "unregister_rule", "wgmma_tiles"]
+           "register_rule", "registered_rules", "stream_rows", "unregister_rule", "wgmma_tiles"]

@@ -96,7 +96,7 @@ class MmaTiling(Rule):
     name = "mma_tiling"
 
     def applies(self, group, space):
-        product = product_stage(group)
+        product = product_stage(group, any_layout=True)
         return ("mma_m16n8k16" in space.target.matrix_instructions and product is not None
                 and operands_of_16_bits(group, product[0]))
 
@@ -105,8 +105,8 @@ class MmaTiling(Rule):
                 "stages": [0, 3, 4], "rows_fastest": [False, True]}
 
     def valid(self, group, space, p):
-        M, N = space.stages[group.anchor].shape
-        K = space.stages[product_stage(group)[0]].op.reduce_axis[0].extent
+        *_, M, N = space.stages[group.anchor].shape
+        K = space.stages[product_stage(group, any_layout=True)[0]].op.reduce_axis[0].extent
         # NOTE: a K that BK does not divide is padded with zeros (tcomp.lower.padding)
         if p["BM"] % p["WM"] or p["BN"] % p["WN"] or K < p["BK"] or M < p["BM"] or N < p["BN"]:
             return False
@@ -119,7 +119,7 @@ class MmaTiling(Rule):
                 and (not p["stages"] or not group.staged))
 
     def apply(self, s, group, p):
-        product, a, b = product_stage(group)
+        product, a, b = product_stage(group, any_layout=True)
         mma_warp_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
                        WM=p["WM"], WN=p["WN"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
 

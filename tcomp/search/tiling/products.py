@@ -12,12 +12,13 @@ from ..kernels import Group
 from ..stages import matrix_product_operands
 
 
-def product_stage(group: Group):
-    """The one matrix product of ``group`` and its operands, or None."""
+def product_stage(group: Group, any_layout: bool = False):
+    """The one matrix product of ``group`` and its operands, or None; ``any_layout`` as in
+    :func:`matrix_product_operands` (the tensor-core tilings take those)."""
     if len(group.reductions) != 1:
         return None
     name = group.reductions[0]
-    operands = matrix_product_operands(group.stages[name].op)
+    operands = matrix_product_operands(group.stages[name].op, any_layout)
     return (name, *operands) if operands else None
 
 

@@ -96,7 +96,7 @@ class WgmmaTiling(Rule):
     name = "wgmma_tiling"
 
     def applies(self, group, space):
-        product = product_stage(group)
+        product = product_stage(group, any_layout=True)
         return ("wgmma" in space.target.matrix_instructions and product is not None
                 and operands_of_16_bits(group, product[0]))
 
@@ -106,7 +106,7 @@ class WgmmaTiling(Rule):
 
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
-        K = space.stages[product_stage(group)[0]].op.reduce_axis[0].extent
+        K = space.stages[product_stage(group, any_layout=True)[0]].op.reduce_axis[0].extent
         # NOTE: a K that BK does not divide is padded with zeros (tcomp.lower.padding)
         if K < p["BK"] or M < p["BM"] or N < p["BN"] or group.staged:
             return False
@@ -116,7 +116,7 @@ class WgmmaTiling(Rule):
         return threads * registers <= space.target.regs_per_sm and shared <= space.target.smem_per_block
 
     def apply(self, s, group, p):
-        product, a, b = product_stage(group)
+        product, a, b = product_stage(group, any_layout=True)
         wgmma_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
                     stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
 

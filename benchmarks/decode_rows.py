@@ -1,0 +1,113 @@
+"""Decode rows (M = 1 .. 16) of the FFN projection (examples/ffn_bf16.py: bf16 A @ W, bf16
+rounding, SiLU, int8), whose time is streaming W once: tcomp's skinny-product schedule
+(``tcomp.search.tiling.skinny.stream_rows``: 16-byte loads of W into registers, k in
+slices on blocks of their own, the slices added in a fixed order with the epilogue) in a
+few sizes, and the example's own schedule, against PyTorch eager (cuBLAS, then SiLU and
+quantization), cuBLAS's matmul alone and a device copy of W, in one run.
+
+    python benchmarks/decode_rows.py [--cases 1x12288x4096,4x12288x4096,16x12288x4096,1x4096x12288]
+
+Each row gives the time per call measured two ways: batched CUDA events around 20 calls
+(the kernels' time) and a CUDA graph replay of one call (tcomp ``mod.graph``, torch
+``torch.cuda.graph``). "of copy" is the floor of W's bytes at the device-copy bandwidth
+(half the time of ``W.clone()``, which reads and writes them) over the time. Outputs are
+poisoned, then compared with the float64 reference rounded where the algorithm rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+from timing import bf16_operands, time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
+
+#: (parts, threads, unroll) of stream_rows measured for every case
+STREAM_VARIANTS = [(64, 256, 2), (128, 128, 2), (128, 256, 2), (64, 128, 8), (256, 128, 2), (32, 64, 8)]
+
+
+def graph_time(replay, calls: int = 20) -> float:
+    """Seconds per replay of a captured graph, batched like the kernels."""
+    return time_cuda_batched(replay, calls=calls, repeat=10)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--cases", default="1x12288x4096,4x12288x4096,16x12288x4096,1x4096x12288",
+                        help="MxNxK of each case, comma-separated")
+    args = parser.parse_args(argv)
+
+    import torch
+
+    import ffn_bf16 as ffn
+    import tcomp as tc
+    from tcomp.search.tiling.skinny import stream_rows
+
+    def quantize(y):
+        return torch.clamp(torch.round(y / ffn.SCALE), -128, 127).to(torch.int8)
+
+    worst = 0
+    for case in args.cases.split(","):
+        M, N, K = (int(x) for x in case.split("x"))
+        a, w = bf16_operands(M, K, (K, N))
+
+        def eager():
+            return quantize(torch.nn.functional.silu(torch.matmul(a, w)).float())
+
+        q64 = quantize(torch.nn.functional.silu((a.double() @ w.double()).to(torch.bfloat16).float())
+                       .to(torch.bfloat16).float())
+        t_copy = time_cuda_batched(lambda: w.clone())
+        floor = t_copy / 2
+        print(f"== {M} x {N} x {K}: W {K * N * 2 / 1e6:.1f} MB, its copy floor {floor * 1e6:.1f} us "
+              f"({K * N * 2 / floor / 1e12:.2f} TB/s)", flush=True)
+
+        def stream(parts, threads, unroll):
+            def apply(s, Q):
+                s["Cb"].compute_inline()
+                s["Y"].compute_inline()
+                stream_rows(s, Q, "C", "A", "W", parts=parts, threads=threads, unroll=unroll)
+            return apply
+
+        schedules = [("example schedule", ffn.schedule)] + [
+            (f"stream_rows parts={p} threads={t} unroll={u}", stream(p, t, u)) for p, t, u in STREAM_VARIANTS
+            if K % (p * u) == 0]
+        rows = []
+        for label, apply in schedules:
+            Q = ffn.algorithm(M, N, K)
+            s = tc.create_schedule(Q)
+            try:
+                apply(s, Q)
+                mod = tc.build(s)
+            except tc.TcompError as e:
+                print(f"{label:44s} refused: {e}", flush=True)
+                continue
+            q = torch.full((M, N), -99, dtype=torch.int8, device="cuda")
+            mod(a, w, q)
+            torch.cuda.synchronize()
+            dmax = (q.int() - q64.int()).abs().max().item()
+            worst = max(worst, dmax)
+            t = time_cuda_batched(lambda: mod(a, w, q))
+            t_graph = graph_time(mod.graph(a, w, q).replay)
+            rows.append((f"tcomp {label}", t, t_graph, dmax))
+        q_eager = eager()
+        t_eager = time_cuda_batched(eager)
+        static = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(static):
+            eager()
+        t_eager_graph = graph_time(static.replay)
+        rows.append(("PyTorch eager (cuBLAS, SiLU, quantize)", t_eager, t_eager_graph,
+                     (q_eager.int() - q64.int()).abs().max().item()))
+        t_matmul = time_cuda_batched(lambda: torch.matmul(a, w))
+        rows.append(("cuBLAS matmul alone", t_matmul, None, None))
+        print(f"{'schedule':48s} {'batched':>9s} {'of copy':>8s} {'graph':>9s} {'vs eager':>9s}  max |diff|")
+        for label, t, tg, dmax in rows:
+            graph = f"{tg * 1e6:7.1f}us" if tg else " " * 9
+            print(f"{label:48s} {t * 1e6:7.1f}us {floor / t:8.2f} {graph} {t / t_eager:8.2f}x  {dmax}", flush=True)
+    return 0 if worst <= 1 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

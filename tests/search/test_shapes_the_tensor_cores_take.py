@@ -1,0 +1,99 @@
+"""What the search offers at the shapes a model sends (issue 31): the tensor-core rules for a
+K no k step divides, for W stored as [N, K] and for a batch axis; the skinny-product rule
+(``tcomp.search.tiling.skinny``) for a decode step's few rows, checked by ``tc.check`` and
+run in the simulator against ``tc.evaluate`` on poisoned outputs."""
+
+import random
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tcomp as tc
+from tcomp.search.space import Space
+from tcomp.search.tiling import stream_rows
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import batched_gemm_bf16  # noqa: E402
+import ffn_bf16  # noqa: E402
+import gemm_bf16  # noqa: E402
+import linear_bf16  # noqa: E402
+
+
+def _rules(out, target="h200") -> set:
+    """The tiling rules the space offers for the kernel of ``out``'s product, unfused."""
+    space = Space(out, target=target)
+    names = set()
+    for fusion in space.tileable_fusions():
+        for group in space.groups(fusion):
+            names |= {rule.name for rule in space.rules_for(group) if space.valid_params(rule, group)}
+    return names
+
+
+@pytest.mark.parametrize("algorithm, shape", [
+    (gemm_bf16.algorithm, dict(M=4000, N=4000, K=1000)),   # K a multiple of no k step
+    (gemm_bf16.algorithm, dict(M=1000, N=520, K=1001)),    # K odd: A's rows are not 4-byte aligned
+    (linear_bf16.algorithm, dict(M=4096, N=4096, K=4096)),  # W stored [N, K]
+    (batched_gemm_bf16.algorithm, dict(B=8, M=1024, N=1024, K=1024)),
+])
+def test_the_tensor_core_rules_are_offered(algorithm, shape):
+    assert {"mma_tiling", "wgmma_tiling"} <= _rules(algorithm(**shape))
+
+
+def test_a_cuda_core_rule_is_not_offered_a_layout_it_cannot_tile():
+    """The CUDA-core tilings read b as [K, N]: W as [N, K] is the tensor-core rules' alone."""
+    assert "block_tiling" not in _rules(linear_bf16.algorithm(M=256, N=256, K=256))
+
+
+@pytest.mark.parametrize("M, offered", [(1, True), (16, True), (17, False), (1024, False)])
+def test_the_skinny_rule_is_offered_for_a_decode_steps_rows(M, offered):
+    assert ("skinny_product" in _rules(ffn_bf16.algorithm(M=M, N=12288, K=4096))) is offered
+
+
+def test_a_skinny_point_is_legal_and_reports_its_reassociation():
+    out = ffn_bf16.algorithm(M=1, N=12288, K=4096)
+    space = Space(out, target="h200")
+    rng = random.Random(0)
+    point = None
+    for _ in range(500):
+        point = space.sample(rng)
+        if point is not None and "skinny_product" in point.describe():
+            break
+    assert point is not None and "skinny_product" in point.describe()
+    report = tc.check(space.schedule(point))
+    assert report.legal and any(r.stage.startswith("C_rf") or r.stage == "C" for r in report.reassociations)
+
+
+@pytest.mark.parametrize("M", [1, 3])
+def test_streamed_rows_match_float64(M, rng):
+    """Slices of k added in a fixed order, then the bf16 rounding, SiLU and int8 quantization
+    on the whole sum (a consumer of a partial sum would compute something else)."""
+    N, K = 64, 64
+    out = ffn_bf16.algorithm(M=M, N=N, K=K)
+    s = tc.create_schedule(out)
+    s["Cb"].compute_inline()
+    s["Y"].compute_inline()
+    stream_rows(s, out, "C", "A", "W", parts=4, threads=8, unroll=4, combine_threads=64)
+    A, W = tc.inputs(out)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    w = (rng.standard_normal((K, N)) / 8).astype(ml_dtypes.bfloat16)
+    got = np.full((M, N), -77, np.int8)
+    tc.build(s)(a, w, got)
+    want = tc.evaluate(out, {A: a, W: w})
+    assert np.abs(got.astype(int) - want).max() <= 1  # float32 sums in another order may flip a bf16 tie
+    assert np.count_nonzero(got != want) <= 2
+
+
+def test_stream_rows_names_the_shapes_it_needs():
+    out = ffn_bf16.algorithm(M=1, N=64, K=60)
+    s = tc.create_schedule(out)
+    with pytest.raises(tc.ScheduleError, match=r"stream_rows cuts k \(60\) into 16 slices of whole steps of 4"):
+        stream_rows(s, out, "C", "A", "W", parts=16, unroll=4)
+    out = ffn_bf16.algorithm(M=1, N=60, K=64)
+    with pytest.raises(tc.ScheduleError, match=r"N = 60 is not a multiple of 8"):
+        stream_rows(tc.create_schedule(out), out, "C", "A", "W", parts=4, unroll=4)
+    out = ffn_bf16.algorithm(M=1, N=1000, K=1000)
+    with pytest.raises(tc.ScheduleError, match=r"the stream schedule needs N a multiple of 8 and K a multiple"):
+        ffn_bf16.stream(tc.create_schedule(out), out)
