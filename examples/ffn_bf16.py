@@ -50,7 +50,7 @@ def schedule(s, out, **tile_overrides):
     tilings' arguments (``benchmarks/ffn_bf16.py --variant``)."""
     M, N = out.shape
     K = s["C"].op.reduce_axis[0].extent
-    if M < 16 and stream_parts(N, K) is not None:
+    if M < 16 and stream_sizes(M, N, K) is not None:
         stream(s, out)
         return
     tiles = mma_tiles_for(M, N, K)
@@ -95,32 +95,43 @@ def decode(s, out, tiles: dict, parts: int, threads=256):
     s["C"].compute_at(s[out], thread)
 
 
-def stream_parts(N: int, K: int, unroll: int = 2) -> int | None:
+def stream_parts(N: int, K: int, unroll: int, threads_wanted: int) -> int | None:
     """Slices of k for :func:`stream`: the fewest (a power of two from 16) whose threads,
-    one per 8 columns a slice, reach 96 K (about 3 MB of W's 16-byte loads in flight, as
-    ``benchmarks/decode_rows.py`` found on the H100: 64 slices at N = 12288), each slice
-    at least 32 values of k; None where none divides K in whole steps of ``unroll``."""
+    one per 8 columns a slice, reach ``threads_wanted``, each slice at least 32 values of
+    k; None where none divides K in whole steps of ``unroll``."""
     fitting = [p for p in (16, 32, 64, 128, 256) if K % (p * unroll) == 0 and K // p >= 32]
     if not fitting or N % 8:
         return None
-    return next((p for p in fitting if N // 8 * p >= 96 * 1024), fitting[-1])
+    return next((p for p in fitting if N // 8 * p >= threads_wanted), fitting[-1])
 
 
-def stream(s, out, threads: int = 256, unroll: int = 2):
+def stream_sizes(M: int, N: int, K: int) -> dict | None:
+    """:func:`stream`'s sizes, the fastest of ``benchmarks/decode_rows.py``'s on the H100
+    (2026-12-05): one row, 256 threads a block and two loads of W in flight each, k in the
+    slices that give 64 K threads (64 at N = 12288, 128 at N = 4096); more rows (more
+    arithmetic a load of W), 64 threads, eight loads each, half the threads. None where no
+    slicing fits (:func:`stream_parts`)."""
+    threads, unroll, wanted = (256, 2, 64 * 1024) if M == 1 else (64, 8, 32 * 1024)
+    parts = stream_parts(N, K, unroll, wanted)
+    return None if parts is None else dict(parts=parts, threads=threads, unroll=unroll)
+
+
+def stream(s, out):
     """A decode step of under 16 rows: ``stream_rows`` (``tcomp.search.tiling.skinny``)
-    with :func:`stream_parts` slices of k, each thread 8 columns of every row from one
-    16-byte load of W a k, ``unroll`` of them in flight; a second kernel adds the slices
-    and runs the bf16 rounding, SiLU and quantization on the complete sum. At one row of
-    12288 x 4096 on the H100: 43 us, 0.82 of the copy floor of W (eager 104 us)."""
-    _, N = out.shape
+    with :func:`stream_sizes`, each thread 8 columns of every row from 16-byte loads of W
+    straight into registers; a second kernel adds the slices in a fixed order and runs the
+    bf16 rounding, SiLU and quantization on the complete sum. At one row of 12288 x 4096 on
+    the H100: 43 us, 0.83 of the copy floor of W (PyTorch eager 112 us; 41 us against 48
+    us as CUDA graph replays)."""
+    M, N = out.shape
     K = s["C"].op.reduce_axis[0].extent
-    parts = stream_parts(N, K, unroll)
-    if parts is None:
-        raise tc.ScheduleError(f"the stream schedule needs N a multiple of 8 and K a multiple of 16 x {unroll} with "
-                               f"at least 32 values of k a slice; the shape is {out.shape[0]} x {N} x {K}")
+    sizes = stream_sizes(M, N, K)
+    if sizes is None:
+        raise tc.ScheduleError(f"the stream schedule needs N a multiple of 8 and K a multiple of 16 slices of at "
+                               f"least 32 values of k in whole steps of 2 (one row) or 8; the shape is {M} x {N} x {K}")
     s["Cb"].compute_inline()
     s["Y"].compute_inline()
-    stream_rows(s, out, "C", "A", "W", parts=parts, threads=threads, unroll=unroll)
+    stream_rows(s, out, "C", "A", "W", **sizes)
 
 
 def cuda_cores(s, out):
@@ -137,3 +148,5 @@ def cuda_cores(s, out):
 
 
 SCHEDULES = {"schedule": schedule, "cuda_cores": cuda_cores, "stream": stream}
+#: the shapes at which a schedule that does not take the default one is compiled and checked
+SCHEDULE_SHAPES = {"stream": dict(M=1)}

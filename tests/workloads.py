@@ -299,6 +299,41 @@ def check_16_bit_product(s, M: int, N: int, K: int, dtype: str, rng) -> None:
     assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale)
 
 
+def product_16_bit(M: int, N: int, K: int, b_layout: str = "kn", batch: int = 0):
+    """``(A, W, C)``: C = A @ W in float32 from bfloat16 operands, W stored as [K, N]
+    (``"kn"``) or [N, K] (``"nk"``, torch.nn.Linear's weight); with ``batch`` a leading
+    axis on all three."""
+    lead = (batch,) if batch else ()
+    A = tc.placeholder(lead + (M, K), "bfloat16", name="A")
+    W = tc.placeholder(lead + ((K, N) if b_layout == "kn" else (N, K)), "bfloat16", name="W")
+    k = tc.reduce_axis(K, name="k")
+
+    def w(b, k, j):
+        return W[(*b, *((k, j) if b_layout == "kn" else (j, k)))]
+
+    C = tc.compute(lead + (M, N), lambda *ax: tc.sum(tc.cast(A[(*ax[:-2], ax[-2], k)], "float32") *
+                                                     tc.cast(w(ax[:-2], k, ax[-1]), "float32"), axis=k), name="C")
+    return A, W, C
+
+
+def check_product(s, A, W, C, rng) -> None:
+    """Build ``s`` (a schedule of :func:`product_16_bit`'s C), run it on fresh inputs into a
+    NaN-poisoned C, compare with ``tc.evaluate`` within the bound of a float32 sum of K
+    exact products."""
+    import ml_dtypes
+
+    K = A.shape[-1]
+    a = rng.standard_normal(A.shape).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal(W.shape).astype(ml_dtypes.bfloat16)
+    got = np.full(C.shape, np.nan, np.float32)
+    tc.build(s)(a, w, got)
+    want = tc.evaluate(C, {A: a, W: w})
+    w_kn = w if W.shape[-2] == K and W.shape[-1] == C.shape[-1] else np.swapaxes(w, -1, -2)
+    scale = np.abs(a.astype(np.float64)) @ np.abs(w_kn.astype(np.float64))
+    assert not np.isnan(got).any()
+    assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale)
+
+
 def fp8_steps(got, want) -> np.ndarray:
     """How many float8_e4m3 values lie between ``got`` and ``want`` (0: equal)."""
     import ml_dtypes

@@ -90,6 +90,8 @@ def run(args) -> int:
 
     from ..errors import TcompError
     from ..lang.canonical import workload_key
+    from ..search.space import Space
+    from ..search.tiling.tensor_cores import tensor_core_notes
     from ..workload import load_workload, parse_shape
 
     workload = load_workload(args.file)
@@ -99,6 +101,8 @@ def run(args) -> int:
     if args.gpus is not None and args.gpus < 1:
         raise TcompError("--gpus must be 1 or more")
     print(f"workload: {args.file}\nshape:    {format_shape(shape)}\nkey:      {workload_key(out)[:16]}", flush=True)
+    for note in tensor_core_notes(Space(out, target=args.target)):
+        print(f"tensor cores: {note}", flush=True)
     with _Bar(args.trials) as bar:
         result = tc.autoschedule(out, trials=args.trials, target=args.target, db=args.db,
                                  model_only=args.model_only, seed=args.seed, workers=args.workers,

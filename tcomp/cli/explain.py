@@ -24,6 +24,8 @@ def add_parser(sub) -> None:
 def run(args) -> int:
     import tcomp as tc
 
+    from ..search.space import Space
+    from ..search.tiling.tensor_cores import tensor_core_notes
     from ..target import get_target
 
     target = get_target(args.target)  # NOTE: one of target_names(), as argparse checked
@@ -32,6 +34,10 @@ def run(args) -> int:
     section("loop nest (tc.lower)")
     program = tc.lower(s)
     print(program, flush=True)
+    notes = tensor_core_notes(Space(out, target=target))
+    if notes:
+        section(f"tensor cores on the {target.name} (what the search's rules offer this algorithm)")
+        print("\n".join(notes), flush=True)
     section(f"cost on the {target.name} (tc.estimate)")
     print(tc.estimate(program, target=target, regs_per_thread=args.regs), flush=True)
     return 0

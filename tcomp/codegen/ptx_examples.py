@@ -19,7 +19,9 @@ from .ptx import ptx_report
 
 
 def example_schedules(path: str):
-    """(name, schedule function) for a workload file: its SCHEDULES table, else ``schedule``."""
+    """(module, {name: schedule function}) of a workload file: its SCHEDULES table, else
+    ``schedule``. Each is compiled at the file's default shape, or at the shape its
+    ``SCHEDULE_SHAPES`` names for it (a decode schedule at one row)."""
     module = load_workload(path).module
     table = getattr(module, "SCHEDULES", None) or {"schedule": module.schedule}
     return module, table
@@ -30,8 +32,9 @@ def main(argv=None) -> int:
         str(p) for p in Path(__file__).resolve().parents[2].joinpath("examples").glob("*.py"))
     for path in paths:
         module, table = example_schedules(path)
+        shapes = getattr(module, "SCHEDULE_SHAPES", {})
         for name, fn in table.items():
-            out = module.algorithm()
+            out = module.algorithm(**shapes.get(name, {}))
             s = create_schedule(out)
             fn(s, out)
             for r in ptx_report(lower(s)):

@@ -98,7 +98,8 @@ class BoundInference:
         else:
             raise LoweringError(f"stage {stage.name} is inlined and has no loops")
         inward = self._inward_splits(stage) if kind == "root" else frozenset()
-        extents, values = _leaf_structure(stage, ranges, inward)
+        padded_k = frozenset(self.padding.products.get(stage, ())) & frozenset(stage.reduce_axes)
+        extents, values = _leaf_structure(stage, ranges, inward, padded_k)
         self.var_extents.update(extents)
         predicates, edges = self._predicates(stage, ranges, extents, values, inward)
         zero_fill = stage in self.padding.tiles
@@ -316,15 +317,20 @@ def _kernel_root(stage: Stage) -> Stage:
     return stage
 
 
-def _leaf_structure(stage: Stage, ranges: dict, inward=frozenset()):
+def _leaf_structure(stage: Stage, ranges: dict, inward=frozenset(), padded=frozenset()):
     """Extents of every loop var, and each root axis as an expression of the leaf vars;
-    the splits in ``inward`` have their last tile shifted inwards."""
+    the splits in ``inward`` have their last tile shifted inwards. An inner loop of a split
+    has the factor's extent, or the parent's where that is smaller, except under a
+    reduction axis in ``padded`` (zero padding: a k step of 16 stays 16 where K < 16)."""
     extents = {ax: ranges[ax].extent for ax in stage.root_axes + stage.reduce_axes}
+    padded = set(padded)
     for rel in stage.relations:
         if isinstance(rel, Split):
             e = extents[rel.parent]
             extents[rel.outer] = -(-e // rel.factor)
-            extents[rel.inner] = min(rel.factor, e)
+            extents[rel.inner] = rel.factor if rel.parent in padded else min(rel.factor, e)
+            if rel.parent in padded:
+                padded.add(rel.inner)
         else:
             extents[rel.fused] = extents[rel.outer] * extents[rel.inner]
     values = _loop_values(stage, extents, inward)

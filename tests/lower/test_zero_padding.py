@@ -8,15 +8,13 @@ import shutil
 import sys
 from pathlib import Path
 
-import ml_dtypes
-import numpy as np
 import pytest
 
 import tcomp as tc
 from tcomp.ir.stmt import For, Store, WarpMma
 from tcomp.ir.visitor import walk
 from tcomp.search.tiling import mma_warp_tiles, wgmma_tiles
-from workloads import json_from_a_process_without_the_simulator
+from workloads import check_product, json_from_a_process_without_the_simulator, product_16_bit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import gemm_bf16  # noqa: E402
@@ -25,79 +23,49 @@ MMA = dict(BM=32, BN=32, BK=32, WM=16, WN=16)
 WGMMA = dict(BM=64, BN=64, BK=64)
 
 
-def _product(M, N, K, b_layout="kn", batch=0):
-    """C = A @ W in float32 from bfloat16 operands; W stored as [K, N] (``"kn"``) or
-    [N, K] (``"nk"``, torch.nn.Linear's weight); with ``batch`` a leading axis on all three."""
-    lead = (batch,) if batch else ()
-    A = tc.placeholder(lead + (M, K), "bfloat16", name="A")
-    W = tc.placeholder(lead + ((K, N) if b_layout == "kn" else (N, K)), "bfloat16", name="W")
-    k = tc.reduce_axis(K, name="k")
-
-    def w(b, k, j):
-        at = (k, j) if b_layout == "kn" else (j, k)
-        return W[(*b, *at)]
-
-    C = tc.compute(lead + (M, N), lambda *ax: tc.sum(tc.cast(A[(*ax[:-2], ax[-2], k)], "float32") *
-                                                     tc.cast(w(ax[:-2], k, ax[-1]), "float32"), axis=k), name="C")
-    return A, W, C
-
-
-def _check(s, A, W, C, rng):
-    """Build ``s``, run it on fresh inputs into a NaN-poisoned C, compare with float64
-    within the bound of a float32 sum of K exact products."""
-    K = A.shape[-1]
-    a = rng.standard_normal(A.shape).astype(ml_dtypes.bfloat16)
-    w = rng.standard_normal(W.shape).astype(ml_dtypes.bfloat16)
-    got = np.full(C.shape, np.nan, np.float32)
-    tc.build(s)(a, w, got)
-    want = tc.evaluate(C, {A: a, W: w})
-    w_kn = w if W.shape[-2] == K and W.shape[-1] == C.shape[-1] else np.swapaxes(w, -1, -2)
-    scale = np.abs(a.astype(np.float64)) @ np.abs(w_kn.astype(np.float64))
-    assert not np.isnan(got).any()
-    assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale)
-
-
 @pytest.mark.parametrize("kind, M, N, K, stages", [
     ("mma", 32, 32, 40, 3),     # K tail: the second k step holds 8 of 32
+    ("mma", 32, 32, 8, 3),      # K under one instruction's k step: padded to 16
+    ("wgmma", 64, 64, 40, 3),   # K under one k step of 64 in the 128-byte swizzle
     ("mma", 40, 48, 83, 0),     # K odd: A filled element by element; M, N tails shifted inwards
     ("mma", 32, 32, 42, 3),     # K even, not a multiple of 8: 4-byte copies of A
     ("wgmma", 64, 64, 72, 3),   # K tail on the 128-byte swizzle
     ("wgmma", 72, 80, 75, 3),   # all three ragged; A's rows of odd length beside W's ring
 ])
 def test_a_product_at_a_shape_no_tile_divides_matches_float64(kind, M, N, K, stages, rng):
-    A, W, C = _product(M, N, K)
+    A, W, C = product_16_bit(M, N, K)
     s = tc.create_schedule(C)
     if kind == "mma":
         mma_warp_tiles(s, C, "C", "A", "W", **MMA, stages=stages)
     else:
         wgmma_tiles(s, C, "C", "A", "W", **WGMMA, stages=stages)
     assert tc.check(s).legal
-    _check(s, A, W, C, rng)
+    check_product(s, A, W, C, rng)
 
 
 @pytest.mark.parametrize("kind", ["mma", "wgmma"])
 def test_w_stored_as_n_by_k_matches_float64(kind, rng):
     M, N, K = (32, 32, 48) if kind == "mma" else (64, 64, 80)
-    A, W, C = _product(M, N, K, b_layout="nk")
+    A, W, C = product_16_bit(M, N, K, b_layout="nk")
     s = tc.create_schedule(C)
     if kind == "mma":
         mma_warp_tiles(s, C, "C", "A", "W", **MMA, stages=3)
     else:
         wgmma_tiles(s, C, "C", "A", "W", **WGMMA, stages=3)
-    _check(s, A, W, C, rng)
+    check_product(s, A, W, C, rng)
 
 
 def test_a_batched_product_matches_float64(rng):
-    A, W, C = _product(32, 32, 48, batch=2)
+    A, W, C = product_16_bit(32, 32, 48, batch=2)
     s = tc.create_schedule(C)
     mma_warp_tiles(s, C, "C", "A", "W", **MMA, stages=3)
-    _check(s, A, W, C, rng)
+    check_product(s, A, W, C, rng)
 
 
 def test_the_tail_is_zero_filled_and_the_product_unguarded():
     """The fills of the tiles store zeros past K (``in_bounds``), the multiply-adds carry no
     guard, and the k loop is not split at the tail (every k step issues the same chain)."""
-    A, W, C = _product(32, 32, 40)
+    A, W, C = product_16_bit(32, 32, 40)
     s = tc.create_schedule(C)
     mma_warp_tiles(s, C, "C", "A", "W", **MMA, stages=3)
     (kernel,) = tc.lower(s).kernels
@@ -139,4 +107,4 @@ def test_padded_products_match_float64_on_the_gpu(rng):
             s = tc.create_schedule(out)
             gemm_bf16.schedule(s, out, **overrides)
             A, W = tc.inputs(out)
-            _check(s, A, W, out, rng)
+            check_product(s, A, W, out, rng)

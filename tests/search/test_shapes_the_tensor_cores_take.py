@@ -4,6 +4,7 @@ K no k step divides, for W stored as [N, K] and for a batch axis; the skinny-pro
 run in the simulator against ``tc.evaluate`` on poisoned outputs."""
 
 import random
+import re
 import sys
 from pathlib import Path
 
@@ -94,6 +95,36 @@ def test_stream_rows_names_the_shapes_it_needs():
     out = ffn_bf16.algorithm(M=1, N=60, K=64)
     with pytest.raises(tc.ScheduleError, match=r"N = 60 is not a multiple of 8"):
         stream_rows(tc.create_schedule(out), out, "C", "A", "W", parts=4, unroll=4)
+    out = ffn_bf16.algorithm(M=17, N=64, K=64)
+    with pytest.raises(tc.ScheduleError, match=r"at most 16 rows; C has 17"):
+        stream_rows(tc.create_schedule(out), out, "C", "A", "W", parts=4, unroll=4)
     out = ffn_bf16.algorithm(M=1, N=1000, K=1000)
     with pytest.raises(tc.ScheduleError, match=r"the stream schedule needs N a multiple of 8 and K a multiple"):
         ffn_bf16.stream(tc.create_schedule(out), out)
+
+
+@pytest.mark.parametrize("algorithm, shape, target, note", [
+    (gemm_bf16.algorithm, dict(M=4000, N=4000, K=1000), "h200", r"^C: offered to mma_tiling, wgmma_tiling$"),
+    (gemm_bf16.algorithm, dict(M=64, N=64, K=8), "h200", r"^C: offered to mma_tiling, wgmma_tiling$"),
+    (ffn_bf16.algorithm, dict(M=1, N=12288, K=4096), "h200", r"^C: offered to skinny_product$"),
+    (ffn_bf16.algorithm, dict(M=1, N=60, K=64), "h200",
+     r"^C: on the CUDA cores: the output \(1 x 60\) is under the smallest tensor-core block \(16 x 64\); "
+     r"skinny_product takes up to 16 rows, N a multiple of 8 and K of at least 128$"),
+    (linear_bf16.algorithm, dict(M=128, N=128, K=96), "rtx_a6000", r"^Y: offered to mma_tiling$"),
+])
+def test_the_tensor_core_notes_say_which_rules_take_a_product(algorithm, shape, target, note):
+    from tcomp.search.tiling.tensor_cores import tensor_core_notes
+
+    (line,) = tensor_core_notes(Space(algorithm(**shape), target=target))
+    assert re.match(note, line), line
+
+
+def test_a_float32_product_says_why_it_stays_on_the_cuda_cores(capsys):
+    """``tcomp explain`` prints the verdict: a silent fall back to the CUDA cores is a bug."""
+    from tcomp import cli
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "sgemm_ladder.py"
+    assert cli.main(["explain", str(example), "--shape", "M=64,N=64,K=64"]) == 0
+    out = capsys.readouterr().out
+    assert ("C: on the CUDA cores: the tensor-core rules take two bfloat16 or float16 operands summed in float32; "
+            "C multiplies float32 and float32 into float32") in out

@@ -107,8 +107,9 @@ class MmaTiling(Rule):
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
         K = space.stages[product_stage(group, any_layout=True)[0]].op.reduce_axis[0].extent
-        # NOTE: a K that BK does not divide is padded with zeros (tcomp.lower.padding)
-        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or K < p["BK"] or M < p["BM"] or N < p["BN"]:
+        # NOTE: a K that BK does not divide, or under one k step, is padded with zeros (tcomp.lower.padding)
+        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or (K < p["BK"] and p["BK"] > MMA_K) or M < p["BM"] \
+                or N < p["BN"]:
             return False
         threads = 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
         per_fill = 8 * threads  # 16-byte vectors of eight 16-bit values

@@ -32,6 +32,9 @@ def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: 
     slices added there."""
     M, N = s[product].op.output.shape
     K = s[product].op.reduce_axis[0].extent
+    if M > SKINNY_ROWS:
+        raise ScheduleError(f"stream_rows keeps a thread's columns of every row in registers: at most "
+                            f"{SKINNY_ROWS} rows; {product} has {M}")
     if K % (parts * unroll):
         raise ScheduleError(f"stream_rows cuts k ({K}) into {parts} slices of whole steps of {unroll}: "
                             f"{parts} x {unroll} must divide it")

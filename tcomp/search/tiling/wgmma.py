@@ -107,8 +107,8 @@ class WgmmaTiling(Rule):
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
         K = space.stages[product_stage(group, any_layout=True)[0]].op.reduce_axis[0].extent
-        # NOTE: a K that BK does not divide is padded with zeros (tcomp.lower.padding)
-        if K < p["BK"] or M < p["BM"] or N < p["BN"] or group.staged:
+        # NOTE: a K that BK does not divide, or under one k step, is padded with zeros (tcomp.lower.padding)
+        if (K < p["BK"] and p["BK"] > 64) or M < p["BM"] or N < p["BN"] or group.staged:
             return False
         threads = WARPGROUP * p["BM"] // WGMMA_M
         registers = p["BN"] // 2 + WGMMA_OTHER_REGISTERS  # the accumulators and the rest
