@@ -125,6 +125,9 @@ def stream(s, out):
     us as CUDA graph replays)."""
     M, N = out.shape
     K = s["C"].op.reduce_axis[0].extent
+    if M >= 16:
+        raise tc.ScheduleError(f"the stream schedule is for a decode step of under 16 rows (its threads keep every "
+                               f"row in registers; 16 or more go to the tensor cores); the shape has {M}")
     sizes = stream_sizes(M, N, K)
     if sizes is None:
         raise tc.ScheduleError(f"the stream schedule needs N a multiple of 8 and K a multiple of 16 slices of at "
