@@ -19,6 +19,8 @@ from .products import aligned_lanes, product_stage
 
 #: rows up to which a product counts as skinny
 SKINNY_ROWS = 16
+#: the slices of an output that the adding thread loads together
+SLICES_IN_FLIGHT = 8
 
 
 def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: int = 128, vector: int = 8,
@@ -73,6 +75,11 @@ def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: 
     consumer.bind(lane, "threadIdx.x")
     if out.name != product:
         s[product].compute_at(consumer, lane)
+    # NOTE: the slices' loads are independent: eight of them in flight at a time
+    (slices,) = s[product].reduce_axis
+    if parts > SLICES_IN_FLIGHT:
+        slices, in_flight = s[product].split(slices, SLICES_IN_FLIGHT)
+        s[product].unroll(in_flight)
 
 
 class SkinnyProduct(Rule):
