@@ -43,6 +43,11 @@ def test_the_tensor_core_rules_are_offered(algorithm, shape):
     assert {"mma_tiling", "wgmma_tiling"} <= _rules(algorithm(**shape))
 
 
+def test_a_small_ragged_product_is_offered_mma_sync():
+    """20 x 40 x 24: 16-row blocks shifted inwards, 32 columns, the k step padded."""
+    assert "mma_tiling" in _rules(gemm_bf16.algorithm(M=20, N=40, K=24))
+
+
 def test_a_cuda_core_rule_is_not_offered_a_layout_it_cannot_tile():
     """The CUDA-core tilings read b as [K, N]: W as [N, K] is the tensor-core rules' alone."""
     assert "block_tiling" not in _rules(linear_bf16.algorithm(M=256, N=256, K=256))
@@ -108,7 +113,7 @@ def test_stream_rows_names_the_shapes_it_needs():
     (gemm_bf16.algorithm, dict(M=64, N=64, K=8), "h200", r"^C: offered to mma_tiling, wgmma_tiling$"),
     (ffn_bf16.algorithm, dict(M=1, N=12288, K=4096), "h200", r"^C: offered to skinny_product$"),
     (ffn_bf16.algorithm, dict(M=1, N=60, K=64), "h200",
-     r"^C: on the CUDA cores: the output \(1 x 60\) is under the smallest tensor-core block \(16 x 64\); "
+     r"^C: on the CUDA cores: the output \(1 x 60\) is under the smallest tensor-core block \(16 x 32\); "
      r"skinny_product takes up to 16 rows, N a multiple of 8 and K of at least 128$"),
     (linear_bf16.algorithm, dict(M=128, N=128, K=96), "rtx_a6000", r"^Y: offered to mma_tiling$"),
 ])

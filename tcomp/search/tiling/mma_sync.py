@@ -101,7 +101,7 @@ class MmaTiling(Rule):
                 and operands_of_16_bits(group, product[0]))
 
     def choices(self, group, space):
-        return {"BM": [16, 64, 128], "BN": [64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64], "WN": [32, 64],
+        return {"BM": [16, 64, 128], "BN": [32, 64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64], "WN": [32, 64],
                 "stages": [0, 3, 4], "rows_fastest": [False, True]}
 
     def valid(self, group, space, p):

@@ -13,7 +13,7 @@ from .mma_sync import MmaTiling
 from .skinny import SKINNY_ROWS, SkinnyProduct
 
 #: the smallest output the tensor-core tilings take: one block of mma.sync warp tiles
-SMALLEST_BLOCK = (16, 64)
+SMALLEST_BLOCK = (16, 32)
 
 
 def tensor_core_notes(space) -> list:
