@@ -15,6 +15,7 @@ import pytest
 import tcomp as tc
 from tcomp.search.space import Space
 from tcomp.search.tiling import stream_rows
+from workloads import check_product
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import batched_gemm_bf16  # noqa: E402
@@ -43,9 +44,16 @@ def test_the_tensor_core_rules_are_offered(algorithm, shape):
     assert {"mma_tiling", "wgmma_tiling"} <= _rules(algorithm(**shape))
 
 
-def test_a_small_ragged_product_is_offered_mma_sync():
-    """20 x 40 x 24: 16-row blocks shifted inwards, 32 columns, the k step padded."""
-    assert "mma_tiling" in _rules(gemm_bf16.algorithm(M=20, N=40, K=24))
+def test_a_small_ragged_product_runs_on_mma_sync(rng):
+    """20 x 40 x 24: 16-row blocks shifted inwards, 32 columns, the k step padded; a point
+    the search draws for it matches float64 in the simulator."""
+    out = gemm_bf16.algorithm(M=20, N=40, K=24)
+    assert "mma_tiling" in _rules(out)
+    space = Space(out, target="h200")
+    draws = random.Random(1)
+    point = next(p for p in iter(lambda: space.sample(draws), 0) if p is not None and "mma_tiling" in p.describe())
+    A, W = tc.inputs(out)
+    check_product(space.schedule(point), A, W, out, rng)
 
 
 def test_a_cuda_core_rule_is_not_offered_a_layout_it_cannot_tile():
