@@ -10,7 +10,7 @@ mma.sync warp tiles) applied to the last two axes.
 """
 
 import tcomp as tc
-from gemm_bf16 import tensor_core_tiles, mma_tiles_for, required_mma_tiles, uses_wgmma
+from gemm_bf16 import product_on_tensor_cores
 
 
 def algorithm(B=8, M=1024, N=1024, K=1024):
@@ -25,10 +25,7 @@ def algorithm(B=8, M=1024, N=1024, K=1024):
 def schedule(s, out, **tile_overrides):
     """Each product as ``examples/gemm_bf16.py`` schedules one, the batch on ``blockIdx.z``
     (``wgmma=0`` asks for mma.sync)."""
-    _, M, N = out.shape
-    K = s["C"].op.reduce_axis[0].extent
-    tiles = {} if uses_wgmma(M, N, K, tile_overrides) else (mma_tiles_for(M, N, K) or required_mma_tiles(M, N, K))
-    tensor_core_tiles(s, out, "C", "A", "W", tiles, tile_overrides)
+    product_on_tensor_cores(s, out, "C", "A", "W", tile_overrides)
 
 
 def mma_sync(s, out):

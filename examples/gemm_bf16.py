@@ -110,16 +110,21 @@ def tensor_core_tiles(s, out, product: str, a: str, b: str, tiles: dict, overrid
         mma_warp_tiles(s, out, product, a, b, **{**tiles, **sizes})
 
 
+def product_on_tensor_cores(s, out, product: str, a: str, b: str, tile_overrides: dict) -> None:
+    """``out`` (the product ``product`` of ``a`` and ``b``, any layout the tilings take, a
+    batch axis ahead included) on wgmma where the shape allows (:func:`wgmma_tiles_for`),
+    else on mma.sync (:func:`mma_tiles_for`, or a ``ScheduleError`` naming the shapes it
+    needs); ``wgmma=0`` among ``tile_overrides`` asks for mma.sync, the others replace tile
+    sizes."""
+    M, N = out.shape[-2:]
+    K = s[product].op.reduce_axis[0].extent
+    tiles = {} if uses_wgmma(M, N, K, tile_overrides) else required_mma_tiles(M, N, K)
+    tensor_core_tiles(s, out, product, a, b, tiles, tile_overrides)
+
+
 def schedule(s, out, **tile_overrides):
-    """The product on the tensor cores: on wgmma where the shape allows
-    (:func:`wgmma_tiles_for`), else on mma.sync (:func:`mma_tiles_for`); ``wgmma=0`` among
-    ``tile_overrides`` asks for mma.sync, the others replace tile sizes."""
-    M, N = out.shape
-    K = s["C"].op.reduce_axis[0].extent
-    tiles = mma_tiles_for(M, N, K) if not uses_wgmma(M, N, K, tile_overrides) else {}
-    if tiles is None:
-        required_mma_tiles(M, N, K)  # raises, naming the shapes it needs
-    tensor_core_tiles(s, out, "C", "A", "W", tiles, tile_overrides)
+    """The product on the tensor cores (:func:`product_on_tensor_cores`)."""
+    product_on_tensor_cores(s, out, "C", "A", "W", tile_overrides)
 
 
 def mma_sync(s, out):

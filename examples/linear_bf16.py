@@ -11,7 +11,7 @@ reads the layout from the algorithm.
 """
 
 import tcomp as tc
-from gemm_bf16 import tensor_core_tiles, mma_tiles_for, required_mma_tiles, uses_wgmma
+from gemm_bf16 import product_on_tensor_cores
 
 
 def algorithm(M=4096, N=4096, K=4096):
@@ -26,10 +26,7 @@ def algorithm(M=4096, N=4096, K=4096):
 def schedule(s, out, **tile_overrides):
     """On wgmma where the shape allows, else on mma.sync, with ``examples/gemm_bf16.py``'s
     tile sizes (``wgmma=0`` asks for mma.sync)."""
-    M, N = out.shape
-    K = s["Y"].op.reduce_axis[0].extent
-    tiles = {} if uses_wgmma(M, N, K, tile_overrides) else (mma_tiles_for(M, N, K) or required_mma_tiles(M, N, K))
-    tensor_core_tiles(s, out, "Y", "A", "W", tiles, tile_overrides)
+    product_on_tensor_cores(s, out, "Y", "A", "W", tile_overrides)
 
 
 def mma_sync(s, out):
