@@ -15,6 +15,7 @@ import pytest
 import tcomp as tc
 from tcomp.search.space import Space
 from tcomp.search.tiling import stream_rows
+from tcomp.search.tiling.split_k import tensor_core_slices_valid
 from workloads import check_product
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -141,3 +142,39 @@ def test_a_float32_product_says_why_it_stays_on_the_cuda_cores(capsys):
     out = capsys.readouterr().out
     assert ("C: on the CUDA cores: the tensor-core rules take two bfloat16 or float16 operands summed in float32; "
             "C multiplies float32 and float32 into float32") in out
+
+
+def _drawn(space, *words):
+    draws = random.Random(0)
+    return next(p for p in iter(lambda: space.sample(draws), 0)
+                if p is not None and all(w in p.describe() for w in words))
+
+
+def test_split_k_on_the_tensor_cores_where_the_blocks_leave_sms_idle(rng):
+    """One 64 x 64 block for 132 SMs: the wgmma rule offers k in slices on blockIdx.z,
+    added afterwards; the point is legal, reports the reassociation and matches float64."""
+    out = gemm_bf16.algorithm(M=64, N=64, K=256)
+    space = Space(out, target="h200")
+    point = _drawn(space, "wgmma_tiling", "split_k=2")
+    s = space.schedule(point)
+    report = tc.check(s)
+    assert report.legal and report.reassociations
+    A, W = tc.inputs(out)
+    check_product(s, A, W, out, rng)
+    big = Space(gemm_bf16.algorithm(M=4096, N=4096, K=4096), target="h200")
+    (group,) = big.groups(big.tileable_fusions()[0])
+    assert not tensor_core_slices_valid(group, big, {"split_k": 2}, 128, 256, 64)  # 512 blocks: no SM idles
+
+
+def test_split_k_with_the_epilogue_adds_the_slices_before_it(rng):
+    """The FFN's bf16 rounding, SiLU and quantization run on the whole sum of the slices."""
+    out = ffn_bf16.algorithm(M=32, N=64, K=128)
+    space = Space(out, target="h200")
+    s = space.schedule(_drawn(space, "Q: mma_tiling", "split_k=2"))
+    A, W = tc.inputs(out)
+    a = rng.standard_normal((32, 128)).astype(ml_dtypes.bfloat16)
+    w = (rng.standard_normal((128, 64)) / 8).astype(ml_dtypes.bfloat16)
+    got = np.full((32, 64), -77, np.int8)
+    tc.build(s)(a, w, got)
+    want = tc.evaluate(out, {A: a, W: w})
+    assert np.abs(got.astype(int) - want).max() <= 1 and np.count_nonzero(got != want) <= 2

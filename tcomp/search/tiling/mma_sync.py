@@ -9,6 +9,7 @@ from ...target.instructions import MMA_K, MMA_M, MMA_N
 from .base import Rule
 from .fills import cooperative_fill
 from .products import aligned_lanes, copied_asynchronously, operands_of_16_bits, product_stage, staged_blocks
+from .split_k import tensor_core_slices, tensor_core_slices_valid
 
 #: elements of padding after each row of the shared tiles that ldmatrix reads (16 bytes)
 MMA_PAD = 8
@@ -91,7 +92,9 @@ class MmaTiling(Rule):
     """A product of 16-bit floats into float32 on the tensor cores: BM x BN blocks of
     WM x WN warp tiles of ``mma.sync.m16n8k16`` tiles (:func:`mma_warp_tiles`), k steps
     of BK staged in shared memory (cp.async rings of ``stages`` tiles, or one tile), the
-    blocks launched row by row or (``rows_fastest``) column by column."""
+    blocks launched row by row or (``rows_fastest``) column by column; where the output's
+    blocks leave SMs idle, k in ``split_k`` slices on ``blockIdx.z``, added afterwards
+    (``tensor_core_slices``)."""
 
     name = "mma_tiling"
 
@@ -102,7 +105,7 @@ class MmaTiling(Rule):
 
     def choices(self, group, space):
         return {"BM": [16, 64, 128], "BN": [32, 64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64], "WN": [32, 64],
-                "stages": [0, 3, 4], "rows_fastest": [False, True]}
+                "stages": [0, 3, 4], "rows_fastest": [False, True], "split_k": [1, 2, 4, 8]}
 
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
@@ -117,12 +120,15 @@ class MmaTiling(Rule):
         shared = (p["BM"] * (p["BK"] + MMA_PAD) + p["BK"] * (p["BN"] + MMA_PAD)) * 2 * tiles
         return (threads <= 512 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BK"] * p["BN"]) % per_fill == 0
                 and shared <= space.target.smem_per_block
-                and (not p["stages"] or not group.staged))
+                and (not p["stages"] or not group.staged)
+                and tensor_core_slices_valid(group, space, p, p["BM"], p["BN"], p["BK"]))
 
     def apply(self, s, group, p):
         product, a, b = product_stage(group, any_layout=True)
-        mma_warp_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
-                       WM=p["WM"], WN=p["WN"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
+        out, tiled = tensor_core_slices(s, group, product, p.get("split_k", 1))
+        mma_warp_tiles(s, out, tiled, a, b, BM=p["BM"], BN=p["BN"],
+                       BK=p["BK"], WM=p["WM"], WN=p["WN"], stages=p["stages"],
+                       rows_fastest=p.get("rows_fastest", False))
 
 
 __all__ = ["MMA_PAD", "MmaTiling", "mma_warp_tiles"]

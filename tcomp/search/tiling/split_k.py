@@ -40,6 +40,46 @@ def tiled_stage(s, group: Group, product: str, parts: int) -> tuple:
     return partial, (part,), acc
 
 
+def tensor_core_slices_valid(group: Group, space, p, BM: int, BN: int, BK: int) -> bool:
+    """Are ``p["split_k"]`` slices (1: none) possible for a tensor-core tiling of BM x BN
+    blocks: an unbatched product whose output tiles leave SMs idle (fewer tiles than SMs;
+    at most two slices' blocks an SM), whose K the slices cut into whole k steps?"""
+    parts = p.get("split_k", 1)
+    if parts == 1:
+        return True
+    product = space.stages[product_stage(group, any_layout=True)[0]]
+    if len(product.shape) != 2 or group.staged:
+        return False
+    M, N = product.shape
+    K = product.op.reduce_axis[0].extent
+    tiles = -(-M // BM) * -(-N // BN)
+    # NOTE: a slice's k is not the operands' own, so its tail cannot be padded: whole k steps
+    return (tiles < space.target.sms and tiles * parts <= 2 * space.target.sms and K % parts == 0
+            and (K // parts) % BK == 0)
+
+
+def tensor_core_slices(s, group: Group, product: str, parts: int) -> tuple:
+    """``(tensor, stage)`` a tensor-core rule tiles: the group's output and its product, or
+    with ``parts`` > 1 the product's split-K partial results twice (``s.rfactor``; the rule
+    binds the slice to ``blockIdx.z``), the slices then added one output per thread of
+    blocks of 256: by the product's own kernel (:func:`combine_slices`), or, where
+    elementwise stages after the product are in the group's kernel, by the anchor's thread
+    before it runs them on the whole sum."""
+    if parts == 1:
+        return s[group.anchor].op.output, product
+    partial = s.rfactor(product, parts)
+    if product == group.anchor:
+        combine_slices(s, product, 256)
+        return partial, partial.name
+    anchor = s[group.anchor]
+    flat = anchor.fuse(*anchor.axis)
+    block, thread = anchor.split(flat, 256)
+    anchor.bind(block, "blockIdx.x")
+    anchor.bind(thread, "threadIdx.x")
+    s[product].compute_at(anchor, thread)
+    return partial, partial.name
+
+
 def combine_slices(s, product: str, threads: int) -> None:
     """The split-K sum of the slices, its outputs flattened over blocks of ``threads``."""
     combine = s[product]
@@ -101,4 +141,5 @@ class SplitK(Rule):
         combine_slices(s, product, p["threads"])
 
 
-__all__ = ["SplitK", "combine_slices", "split_k_valid", "tiled_stage"]
+__all__ = ["SplitK", "combine_slices", "split_k_valid", "tensor_core_slices", "tensor_core_slices_valid",
+           "tiled_stage"]

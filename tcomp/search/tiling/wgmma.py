@@ -11,6 +11,7 @@ from ...target.storage import SWIZZLE_ALIGNMENT
 from .base import Rule
 from .fills import blocked_fill, cooperative_fill
 from .products import aligned_lanes, copied_asynchronously, operands_of_16_bits, product_stage, staged_blocks
+from .split_k import tensor_core_slices, tensor_core_slices_valid
 
 #: registers a wgmma thread needs besides its accumulators (ptxas: 118 with 64 of them)
 WGMMA_OTHER_REGISTERS = 56
@@ -91,7 +92,8 @@ class WgmmaTiling(Rule):
     blocks of BM / 64 warpgroups of ``wgmma.m64n{BN}k16`` (:func:`wgmma_tiles`), k steps of
     BK in cp.async rings of ``stages`` tiles in the 128-byte swizzle, one k step's chain
     left running while the next is issued, the blocks launched row by row or
-    (``rows_fastest``) column by column."""
+    (``rows_fastest``) column by column; where the output's blocks leave SMs idle, k in
+    ``split_k`` slices on ``blockIdx.z``, added afterwards (``tensor_core_slices``)."""
 
     name = "wgmma_tiling"
 
@@ -102,7 +104,7 @@ class WgmmaTiling(Rule):
 
     def choices(self, group, space):
         return {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [64, 128], "stages": [3, 4],
-                "rows_fastest": [False, True]}
+                "rows_fastest": [False, True], "split_k": [1, 2, 4, 8]}
 
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
@@ -113,12 +115,14 @@ class WgmmaTiling(Rule):
         threads = WARPGROUP * p["BM"] // WGMMA_M
         registers = p["BN"] // 2 + WGMMA_OTHER_REGISTERS  # the accumulators and the rest
         shared = (p["BM"] + p["BN"]) * p["BK"] * 2 * p["stages"] + SWIZZLE_ALIGNMENT  # + the swizzle's alignment
-        return threads * registers <= space.target.regs_per_sm and shared <= space.target.smem_per_block
+        return (threads * registers <= space.target.regs_per_sm and shared <= space.target.smem_per_block
+                and tensor_core_slices_valid(group, space, p, p["BM"], p["BN"], p["BK"]))
 
     def apply(self, s, group, p):
         product, a, b = product_stage(group, any_layout=True)
-        wgmma_tiles(s, s[group.anchor].op.output, product, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"],
-                    stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
+        out, tiled = tensor_core_slices(s, group, product, p.get("split_k", 1))
+        wgmma_tiles(s, out, tiled, a, b, BM=p["BM"], BN=p["BN"],
+                    BK=p["BK"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
 
 
 __all__ = ["WGMMA_OTHER_REGISTERS", "WgmmaTiling", "wgmma_tiles"]
