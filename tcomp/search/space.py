@@ -285,7 +285,7 @@ class Space:
             if rule not in self.rules_for(group):
                 return False
             choices = rule.choices(group, self)
-            values = dict(params)
+            values = {**rule.defaults, **dict(params)}
             if set(values) != set(choices) or any(values[k] not in choices[k] for k in values):
                 return False
             if not rule.valid(group, self, values):
@@ -299,7 +299,8 @@ class Space:
             group = groups[anchor]
             for name, how in group.members:
                 self._fusion_rule(how).apply(s, name, group)
-            self._rule(rule_name).apply(s, group, dict(params))
+            rule = self._rule(rule_name)
+            rule.apply(s, group, {**rule.defaults, **dict(params)})
 
     def schedule(self, point: Point):
         """A fresh schedule of the algorithm with ``point`` applied."""

@@ -23,6 +23,9 @@ class Rule:
     methods; ``tcomp.search.tiling`` has the built-in ones."""
 
     name = "rule"
+    #: the values of parameters added after points were recorded without them (a tuning
+    #: database's older records): such a point means these
+    defaults: dict = {}
 
     def applies(self, group: Group, space) -> bool:
         """Can this rule tile ``group``?"""

@@ -98,6 +98,8 @@ class MmaTiling(Rule):
 
     name = "mma_tiling"
 
+    defaults = {"split_k": 1}
+
     def applies(self, group, space):
         product = product_stage(group, any_layout=True)
         return ("mma_m16n8k16" in space.target.matrix_instructions and product is not None
@@ -125,7 +127,7 @@ class MmaTiling(Rule):
 
     def apply(self, s, group, p):
         product, a, b = product_stage(group, any_layout=True)
-        out, tiled = tensor_core_slices(s, group, product, p.get("split_k", 1))
+        out, tiled = tensor_core_slices(s, group, product, p["split_k"])
         mma_warp_tiles(s, out, tiled, a, b, BM=p["BM"], BN=p["BN"],
                        BK=p["BK"], WM=p["WM"], WN=p["WN"], stages=p["stages"],
                        rows_fastest=p.get("rows_fastest", False))

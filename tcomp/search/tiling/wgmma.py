@@ -97,6 +97,8 @@ class WgmmaTiling(Rule):
 
     name = "wgmma_tiling"
 
+    defaults = {"split_k": 1}
+
     def applies(self, group, space):
         product = product_stage(group, any_layout=True)
         return ("wgmma" in space.target.matrix_instructions and product is not None
@@ -120,7 +122,7 @@ class WgmmaTiling(Rule):
 
     def apply(self, s, group, p):
         product, a, b = product_stage(group, any_layout=True)
-        out, tiled = tensor_core_slices(s, group, product, p.get("split_k", 1))
+        out, tiled = tensor_core_slices(s, group, product, p["split_k"])
         wgmma_tiles(s, out, tiled, a, b, BM=p["BM"], BN=p["BN"],
                     BK=p["BK"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
 
