@@ -2,7 +2,8 @@
 rounding, SiLU, int8), whose time is streaming W once: tcomp's skinny-product schedule
 (``tcomp.search.tiling.skinny.stream_rows``: 16-byte loads of W into registers, k in
 slices on blocks of their own, the slices added in a fixed order with the epilogue) in a
-few sizes, and the example's own schedule, against PyTorch eager (cuBLAS, then SiLU and
+few sizes, its one-kernel form (``stream_rows_in_blocks``: the slices of a block's columns
+on its threads, added through shared memory), and the example's own schedule, against PyTorch eager (cuBLAS, then SiLU and
 quantization), cuBLAS's matmul alone and a device copy of W, in one run.
 
     python benchmarks/decode_rows.py [--cases 1x12288x4096,4x12288x4096,16x12288x4096,1x4096x12288]
@@ -27,6 +28,8 @@ from timing import bf16_operands, time_cuda_batched  # noqa: E402  (benchmarks/t
 
 #: (parts, threads, unroll) of stream_rows measured for every case
 STREAM_VARIANTS = [(64, 256, 2), (128, 128, 2), (128, 256, 2), (64, 128, 8), (256, 128, 2), (32, 64, 8)]
+#: (parts, threads_x, unroll) of stream_rows_in_blocks (one kernel, the slices added in shared memory)
+IN_BLOCK_VARIANTS = [(64, 8, 2), (64, 4, 4), (32, 8, 8), (128, 4, 2)]
 
 
 def graph_time(replay, calls: int = 20) -> float:
@@ -44,7 +47,7 @@ def main(argv=None) -> int:
 
     import ffn_bf16 as ffn
     import tcomp as tc
-    from tcomp.search.tiling.skinny import stream_rows
+    from tcomp.search.tiling.skinny import stream_rows, stream_rows_in_blocks
 
     def quantize(y):
         return torch.clamp(torch.round(y / ffn.SCALE), -128, 127).to(torch.int8)
@@ -71,8 +74,17 @@ def main(argv=None) -> int:
                 stream_rows(s, Q, "C", "A", "W", parts=parts, threads=threads, unroll=unroll)
             return apply
 
+        def in_blocks(parts, threads_x, unroll):
+            def apply(s, Q):
+                s["Cb"].compute_inline()
+                s["Y"].compute_inline()
+                stream_rows_in_blocks(s, Q, "C", "A", "W", parts=parts, threads_x=threads_x, unroll=unroll)
+            return apply
+
         schedules = [("example schedule", ffn.schedule)] + [
             (f"stream_rows parts={p} threads={t} unroll={u}", stream(p, t, u)) for p, t, u in STREAM_VARIANTS
+            if K % (p * u) == 0] + [
+            (f"one kernel parts={p} threads_x={t} unroll={u}", in_blocks(p, t, u)) for p, t, u in IN_BLOCK_VARIANTS
             if K % (p * u) == 0]
         rows = []
         for label, apply in schedules:

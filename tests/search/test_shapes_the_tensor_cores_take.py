@@ -15,6 +15,7 @@ import pytest
 import tcomp as tc
 from tcomp.search.space import Space
 from tcomp.search.tiling import stream_rows
+from tcomp.search.tiling.skinny import stream_rows_in_blocks
 from tcomp.search.tiling.split_k import tensor_core_slices_valid
 from workloads import check_product
 
@@ -99,6 +100,34 @@ def test_streamed_rows_match_float64(M, rng):
     want = tc.evaluate(out, {A: a, W: w})
     assert np.abs(got.astype(int) - want).max() <= 1  # float32 sums in another order may flip a bf16 tie
     assert np.count_nonzero(got != want) <= 2
+
+
+@pytest.mark.parametrize("M", [1, 2])
+def test_streamed_rows_in_one_kernel_match_float64(M, rng):
+    """The slices of a block's columns on its threads, added through shared memory after a
+    barrier, in a fixed order, then the epilogue: one kernel."""
+    N, K = 64, 128
+    out = ffn_bf16.algorithm(M=M, N=N, K=K)
+    s = tc.create_schedule(out)
+    s["Cb"].compute_inline()
+    s["Y"].compute_inline()
+    stream_rows_in_blocks(s, out, "C", "A", "W", parts=8, threads_x=4, unroll=4)
+    assert tc.check(s).legal and len(tc.lower(s).kernels) == 1
+    A, W = tc.inputs(out)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    w = (rng.standard_normal((K, N)) / 8).astype(ml_dtypes.bfloat16)
+    got = np.full((M, N), -77, np.int8)
+    tc.build(s)(a, w, got)
+    want = tc.evaluate(out, {A: a, W: w})
+    assert np.abs(got.astype(int) - want).max() <= 1 and np.count_nonzero(got != want) <= 2
+
+
+def test_the_skinny_rule_offers_the_one_kernel_form():
+    out = ffn_bf16.algorithm(M=1, N=12288, K=4096)
+    space = Space(out, target="h200")
+    point = _drawn(space, "skinny_product", "one_kernel=True")
+    s = space.schedule(point)
+    assert tc.check(s).legal and len(tc.lower(s).kernels) == len(point.tilings)  # the product's kernel is one
 
 
 def test_stream_rows_names_the_shapes_it_needs():

@@ -32,17 +32,7 @@ def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: 
     ``out`` (the product or an elementwise stage after it, the stages between inlined by
     the caller) one element per thread of blocks of ``combine_threads``, the product's
     slices added there."""
-    M, N = s[product].op.output.shape
-    K = s[product].op.reduce_axis[0].extent
-    if M > SKINNY_ROWS:
-        raise ScheduleError(f"stream_rows keeps a thread's columns of every row in registers: at most "
-                            f"{SKINNY_ROWS} rows; {product} has {M}")
-    if K % (parts * unroll):
-        raise ScheduleError(f"stream_rows cuts k ({K}) into {parts} slices of whole steps of {unroll}: "
-                            f"{parts} x {unroll} must divide it")
-    if N % vector:
-        raise ScheduleError(f"stream_rows gives each thread {vector} consecutive columns; N = {N} is not a "
-                            f"multiple of {vector}")
+    _check_shape(s, product, parts, unroll, vector)
     partial = s.rfactor(product, parts)
     acc = s.cache_write(partial, "local")
     part, i, j = s[partial].axis
@@ -54,6 +44,70 @@ def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: 
     s[partial].bind(thread, "threadIdx.x")
     s[partial].unroll(i)
     s[partial].vectorize(lanes)
+    _slice_in_registers(s, acc, partial, thread, a, b, unroll)
+    consumer = s[out]
+    flat = consumer.fuse(*consumer.axis)
+    blocks, lane = consumer.split(flat, combine_threads)
+    consumer.bind(blocks, "blockIdx.x")
+    consumer.bind(lane, "threadIdx.x")
+    _add_slices(s, out, product, lane, parts)
+
+
+def stream_rows_in_blocks(s, out, product: str, a: str, b: str, parts: int = 64, threads_x: int = 8,
+                          vector: int = 8, unroll: int = 2) -> None:
+    """:func:`stream_rows` in one kernel: a block takes ``vector * threads_x`` columns and
+    all ``parts`` slices of k, a slice on each ``threadIdx.y``; each thread's partial sums
+    go to shared memory, and after a barrier the block adds each output's slices in a
+    fixed order and runs ``out``'s stages on the whole sum. No partial sums cross device
+    memory and no second kernel is launched."""
+    M, _ = s[product].op.output.shape
+    _check_shape(s, product, parts, unroll, vector)
+    columns = vector * threads_x
+    if threads_x * max(parts, M * vector) > 1024:
+        raise ScheduleError(f"stream_rows_in_blocks runs {threads_x} x {max(parts, M * vector)} threads a block "
+                            f"(threads_x by the larger of the slices and M x vector); at most 1024")
+    partial = s.rfactor(product, parts)
+    acc = s.cache_write(partial, "local")
+    consumer = s[out]
+    i, j = consumer.axis
+    block, in_block = consumer.split(j, columns)
+    consumer.reorder(block, i, in_block)
+    consumer.bind(block, "blockIdx.x")
+    outputs = consumer.fuse(i, in_block)
+    rows, lane = consumer.split(outputs, threads_x)
+    consumer.bind(rows, "threadIdx.y")
+    consumer.bind(lane, "threadIdx.x")
+    s[partial].set_scope("shared")
+    s[partial].compute_at(consumer, block)
+    part, rows_of_partial, pj = s[partial].axis
+    thread, lanes = s[partial].split(pj, vector)
+    s[partial].reorder(part, thread, rows_of_partial, lanes)
+    s[partial].bind(part, "threadIdx.y")
+    s[partial].bind(thread, "threadIdx.x")
+    s[partial].unroll(rows_of_partial)
+    s[partial].vectorize(lanes)
+    _slice_in_registers(s, acc, partial, thread, a, b, unroll)
+    _add_slices(s, out, product, lane, parts)
+
+
+def _check_shape(s, product: str, parts: int, unroll: int, vector: int) -> None:
+    M, N = s[product].op.output.shape
+    K = s[product].op.reduce_axis[0].extent
+    if M > SKINNY_ROWS:
+        raise ScheduleError(f"stream_rows keeps a thread's columns of every row in registers: at most "
+                            f"{SKINNY_ROWS} rows; {product} has {M}")
+    if K % (parts * unroll):
+        raise ScheduleError(f"stream_rows cuts k ({K}) into {parts} slices of whole steps of {unroll}: "
+                            f"{parts} x {unroll} must divide it")
+    if N % vector:
+        raise ScheduleError(f"stream_rows gives each thread {vector} consecutive columns; N = {N} is not a "
+                            f"multiple of {vector}")
+
+
+def _slice_in_registers(s, acc, partial, thread, a: str, b: str, unroll: int) -> None:
+    """Each thread's slice of the product accumulated in registers (``acc`` at ``partial``'s
+    loop ``thread``), ``unroll`` values of k a step: ``b``'s columns in one vector load a
+    k, each row of ``a``'s ``unroll`` values in one load."""
     s[acc].compute_at(s[partial], thread)
     (k,) = s[acc].reduce_axis
     k_step, k_unrolled = s[acc].split(k, unroll)
@@ -64,18 +118,17 @@ def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: 
     weights = s.cache_read(b, "local", [acc])
     s[weights].compute_at(s[acc], k_unrolled)
     s[weights].vectorize(s[weights].axis[-1])
-    rows_of_a = s.cache_read(a, "local", [acc])  # each row's ``unroll`` values of k in one load
+    rows_of_a = s.cache_read(a, "local", [acc])
     s[rows_of_a].compute_at(s[acc], k_step)
     s[rows_of_a].unroll(s[rows_of_a].axis[0])
     s[rows_of_a].vectorize(s[rows_of_a].axis[-1])
-    consumer = s[out]
-    flat = consumer.fuse(*consumer.axis)
-    blocks, lane = consumer.split(flat, combine_threads)
-    consumer.bind(blocks, "blockIdx.x")
-    consumer.bind(lane, "threadIdx.x")
+
+
+def _add_slices(s, out, product: str, lane, parts: int) -> None:
+    """The product's slices added at ``out``'s thread loop ``lane`` (where ``out`` is a
+    stage after the product), eight of them loaded at a time: they are independent."""
     if out.name != product:
-        s[product].compute_at(consumer, lane)
-    # NOTE: the slices' loads are independent: eight of them in flight at a time
+        s[product].compute_at(s[out], lane)
     (slices,) = s[product].reduce_axis
     if parts > SLICES_IN_FLIGHT:
         slices, in_flight = s[product].split(slices, SLICES_IN_FLIGHT)
@@ -84,9 +137,12 @@ def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: 
 
 class SkinnyProduct(Rule):
     """A matrix product of at most 16 rows (a decode step) and the elementwise stages after
-    it: the weights streamed once in 16-byte loads into registers, k cut into slices on
-    blocks of their own, the slices added in a fixed order with the epilogue
-    (:func:`stream_rows`). A reassociation, which ``tc.check`` reports."""
+    it: the weights streamed once in 16-byte loads into registers, k cut into slices, the
+    slices added in a fixed order with the epilogue: on blocks of their own and then in a
+    second kernel (:func:`stream_rows`), or (``one_kernel``) on the threads of one block,
+    added through shared memory (:func:`stream_rows_in_blocks`; ``threads`` is then the
+    block's, ``threads / parts`` of them along the columns). A reassociation, which
+    ``tc.check`` reports."""
 
     name = "skinny_product"
 
@@ -95,23 +151,36 @@ class SkinnyProduct(Rule):
         return product is not None and space.stages[product[0]].shape[0] <= SKINNY_ROWS
 
     def choices(self, group, space):
-        return {"parts": [16, 32, 64, 128, 256], "threads": [64, 128, 256], "unroll": [2, 4, 8]}
+        return {"parts": [16, 32, 64, 128, 256], "threads": [64, 128, 256, 512], "unroll": [2, 4, 8],
+                "one_kernel": [False, True]}
 
     def valid(self, group, space, p):
         product, _, b = product_stage(group)
         op = space.stages[product].op
-        N = op.output.shape[1]
+        M, N = op.output.shape
         K = op.reduce_axis[0].extent
         vector = _lanes(op, b)
+        if group.staged or vector == 1 or K % (p["parts"] * p["unroll"]) or K // p["parts"] < 4 * p["unroll"]:
+            return False
+        if p["one_kernel"]:
+            across = p["threads"] // p["parts"]  # threads along the columns
+            columns = vector * across
+            shared = p["parts"] * M * columns * 4
+            return (across >= 1 and across * p["parts"] == p["threads"] and N % columns == 0
+                    and across * max(p["parts"], M * vector) <= space.target.max_threads_per_block
+                    and shared <= space.target.smem_per_block // 2 and N // columns <= 16 * space.target.sms)
         blocks = -(-N // (vector * p["threads"]))
-        return (not group.staged and vector > 1 and K % (p["parts"] * p["unroll"]) == 0
-                and K // p["parts"] >= 4 * p["unroll"] and blocks * p["parts"] <= 16 * space.target.sms
-                and p["threads"] * vector <= 2 * N)
+        return blocks * p["parts"] <= 16 * space.target.sms and p["threads"] * vector <= 2 * N
 
     def apply(self, s, group, p):
         product, a, b = product_stage(group)
-        stream_rows(s, s[group.anchor].op.output, product, a, b, parts=p["parts"], threads=p["threads"],
-                    vector=_lanes(s[product].op, b), unroll=p["unroll"])
+        out, vector = s[group.anchor].op.output, _lanes(s[product].op, b)
+        if p["one_kernel"]:
+            stream_rows_in_blocks(s, out, product, a, b, parts=p["parts"], threads_x=p["threads"] // p["parts"],
+                                  vector=vector, unroll=p["unroll"])
+        else:
+            stream_rows(s, out, product, a, b, parts=p["parts"], threads=p["threads"], vector=vector,
+                        unroll=p["unroll"])
 
 
 def _lanes(op, name: str) -> int:
@@ -120,4 +189,4 @@ def _lanes(op, name: str) -> int:
     return aligned_lanes(weights, 16 // itemsize(weights.dtype))
 
 
-__all__ = ["SKINNY_ROWS", "SkinnyProduct", "stream_rows"]
+__all__ = ["SKINNY_ROWS", "SkinnyProduct", "stream_rows", "stream_rows_in_blocks"]
