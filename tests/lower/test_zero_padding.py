@@ -108,3 +108,19 @@ def test_padded_products_match_float64_on_the_gpu(rng):
             gemm_bf16.schedule(s, out, **overrides)
             A, W = tc.inputs(out)
             check_product(s, A, W, out, rng)
+
+
+def test_the_tilings_name_the_shapes_they_need():
+    """Blocks larger than the output are refused where they are asked for, naming the shape
+    (a K of any length is not: it is padded)."""
+    A, W, C = product_16_bit(16, 64, 1000)
+    with pytest.raises(tc.ScheduleError, match=r"the mma tiles need M >= BM = 32, N >= BN = 32 .* the shape is "
+                                               r"16 x 64 x 1000"):
+        mma_warp_tiles(tc.create_schedule(C), C, "C", "A", "W", **MMA)
+    with pytest.raises(tc.ScheduleError, match=r"the wgmma tiles need .* M >= BM, N >= BN .* BM = 64, BN = 64, "
+                                               r"BK = 64 and the shape is 16 x 64 x 1000"):
+        wgmma_tiles(tc.create_schedule(C), C, "C", "A", "W", **WGMMA)
+    out = gemm_bf16.algorithm(M=32, N=256, K=1000)
+    with pytest.raises(tc.ScheduleError, match=r"the wgmma schedule needs M and N of at least 64; the product is "
+                                               r"32 x 256 x 1000"):
+        gemm_bf16.schedule(tc.create_schedule(out), out, wgmma=1)

@@ -141,6 +141,12 @@ def test_stream_rows_names_the_shapes_it_needs():
     out = ffn_bf16.algorithm(M=17, N=64, K=64)
     with pytest.raises(tc.ScheduleError, match=r"at most 16 rows; C has 17"):
         stream_rows(tc.create_schedule(out), out, "C", "A", "W", parts=4, unroll=4)
+    out = ffn_bf16.algorithm(M=16, N=64, K=1024)
+    with pytest.raises(tc.ScheduleError, match=r"the stream schedule is for a decode step of under 16 rows"):
+        ffn_bf16.stream(tc.create_schedule(out), out)
+    out = ffn_bf16.algorithm(M=16, N=512, K=1024)
+    with pytest.raises(tc.ScheduleError, match=r"stream_rows_in_blocks runs 64 x 128 threads a block"):
+        stream_rows_in_blocks(tc.create_schedule(out), out, "C", "A", "W", parts=16, threads_x=64, unroll=4)
     out = ffn_bf16.algorithm(M=1, N=1000, K=1000)
     with pytest.raises(tc.ScheduleError, match=r"the stream schedule needs N a multiple of 8 and K a multiple"):
         ffn_bf16.stream(tc.create_schedule(out), out)
