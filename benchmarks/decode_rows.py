@@ -3,8 +3,9 @@ rounding, SiLU, int8), whose time is streaming W once: tcomp's skinny-product sc
 (``tcomp.search.tiling.skinny.stream_rows``: 16-byte loads of W into registers, k in
 slices on blocks of their own, the slices added in a fixed order with the epilogue) in a
 few sizes, its one-kernel form (``stream_rows_in_blocks``: the slices of a block's columns
-on its threads, added through shared memory), and the example's own schedule, against PyTorch eager (cuBLAS, then SiLU and
-quantization), cuBLAS's matmul alone and a device copy of W, in one run.
+on its threads, added through shared memory), and the example's own schedule, against
+PyTorch eager (cuBLAS, then SiLU and quantization), cuBLAS's matmul alone and a device
+copy of W, in one run.
 
     python benchmarks/decode_rows.py [--cases 1x12288x4096,4x12288x4096,16x12288x4096,1x4096x12288]
 

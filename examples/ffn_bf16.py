@@ -41,13 +41,13 @@ def schedule(s, out, **tile_overrides):
     """Q in blocks of two warpgroups of wgmma (``gemm_bf16.wgmma_tiles_for``: at the default
     shape 128 x 256 blocks of ``wgmma.m64n256k16``, k steps of 64 in 4-stage cp.async rings
     in the 128-byte swizzle, the blocks of a column of blocks launched together), C
-    accumulated in each thread's
-    registers; the bf16 rounding, SiLU and quantization inlined into the epilogue each
-    thread runs on its accumulators. Where wgmma does not fit the shape (or with
-    ``wgmma=0``), blocks of warp tiles of mma.sync tiles (``gemm_bf16.mma_tiles_for``);
-    where the output is under 16 x 32, :func:`cuda_cores`; 16 to 31 rows, :func:`decode`
-    (:func:`decode_slices`); under 16 rows, :func:`stream` (W streamed once into registers). ``tile_overrides`` replace the
-    tilings' arguments (``benchmarks/ffn_bf16.py --variant``)."""
+    accumulated in each thread's registers; the bf16 rounding, SiLU and quantization
+    inlined into the epilogue each thread runs on its accumulators. Where wgmma does not
+    fit the shape (or with ``wgmma=0``), blocks of warp tiles of mma.sync tiles
+    (``gemm_bf16.mma_tiles_for``); where the output is under 16 x 32, :func:`cuda_cores`;
+    16 to 31 rows, :func:`decode` (:func:`decode_slices`); under 16 rows, :func:`stream`
+    (W streamed once into registers). ``tile_overrides`` replace the tilings' arguments
+    (``benchmarks/ffn_bf16.py --variant``)."""
     M, N = out.shape
     K = s["C"].op.reduce_axis[0].extent
     if M < 16 and stream_sizes(M, N, K) is not None:

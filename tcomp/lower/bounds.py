@@ -31,8 +31,8 @@ from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Buffer
 from ..ir.visitor import substitute, walk
 from ..schedule.stage import Split, Stage
 from .inline import expand_inline
-from .padding import zero_padding
 from .intervals import Interval, StridedInterval, interval, strided_interval, union, upper_bound
+from .padding import zero_padding
 
 
 @dataclass(frozen=True)
@@ -168,7 +168,8 @@ class BoundInference:
         all_extents = {**self.var_extents, **extents}
         for ax in stage.root_axes + stage.reduce_axes:
             limit = ax.extent
-            whole_axis = ranges[ax].extent == limit and isinstance(ranges[ax].min, IntImm) and ranges[ax].min.value == 0
+            region = ranges[ax]
+            whole_axis = region.extent == limit and isinstance(region.min, IntImm) and region.min.value == 0
             rel_hi = upper_bound(loop_values[ax], all_extents)
             if rel_hi is None or rel_hi >= ranges[ax].extent:
                 preds.append(compare("<", loop_values[ax], ranges[ax].extent))

@@ -104,5 +104,6 @@ def output_tiles(M: int, N: int, p) -> int:
     return -(-M // p["BM"]) * -(-N // p["BN"])
 
 
-__all__ = ["accumulator", "aligned_lanes", "copied_asynchronously", "copied_by_cp_async", "fits_problem", "matrix_product_operands", "operand_caches",
-           "operands_of_16_bits", "output_tiles", "product_stage", "staged_blocks"]
+__all__ = ["accumulator", "aligned_lanes", "copied_asynchronously", "copied_by_cp_async", "fits_problem",
+           "matrix_product_operands", "operand_caches", "operands_of_16_bits", "output_tiles", "product_stage",
+           "staged_blocks"]
