@@ -22,7 +22,7 @@ from workloads import check_product, product_16_bit  # noqa: E402
 pytestmark = pytest.mark.timeout(0)
 
 FAST_EXAMPLES = 4
-LONG_EXAMPLES = 40
+LONG_EXAMPLES = 24
 
 
 def _draw_and_check(data) -> None:
