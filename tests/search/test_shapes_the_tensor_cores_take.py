@@ -82,44 +82,46 @@ def test_a_skinny_point_is_legal_and_reports_its_reassociation():
     assert report.legal and any(r.stage.startswith("C_rf") or r.stage == "C" for r in report.reassociations)
 
 
-@pytest.mark.parametrize("M", [1, 3])
-def test_streamed_rows_match_float64(M, rng):
-    """Slices of k added in a fixed order, then the bf16 rounding, SiLU and int8 quantization
-    on the whole sum (a consumer of a partial sum would compute something else)."""
-    N, K = 64, 64
+def _ffn_streamed(M: int, N: int, K: int, stream):
+    """The FFN projection with its epilogue stages inlined and ``stream(s, out)`` applied."""
     out = ffn_bf16.algorithm(M=M, N=N, K=K)
     s = tc.create_schedule(out)
     s["Cb"].compute_inline()
     s["Y"].compute_inline()
-    stream_rows(s, out, "C", "A", "W", parts=4, threads=8, unroll=4, combine_threads=64)
-    A, W = tc.inputs(out)
-    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
-    w = (rng.standard_normal((K, N)) / 8).astype(ml_dtypes.bfloat16)
-    got = np.full((M, N), -77, np.int8)
-    tc.build(s)(a, w, got)
-    want = tc.evaluate(out, {A: a, W: w})
-    assert np.abs(got.astype(int) - want).max() <= 1  # float32 sums in another order may flip a bf16 tie
-    assert np.count_nonzero(got != want) <= 2
+    stream(s, out)
+    return s, out
 
 
-@pytest.mark.parametrize("M", [1, 2])
-def test_streamed_rows_in_one_kernel_match_float64(M, rng):
-    """The slices of a block's columns on its threads, added through shared memory after a
-    barrier, in a fixed order, then the epilogue: one kernel."""
-    N, K = 64, 128
-    out = ffn_bf16.algorithm(M=M, N=N, K=K)
-    s = tc.create_schedule(out)
-    s["Cb"].compute_inline()
-    s["Y"].compute_inline()
-    stream_rows_in_blocks(s, out, "C", "A", "W", parts=8, threads_x=4, unroll=4)
-    assert tc.check(s).legal and len(tc.lower(s).kernels) == 1
+def _check_ffn(s, out, rng) -> None:
+    """Run ``s`` on fresh inputs into a poisoned Q and hold it to ``tc.evaluate``: a float32
+    sum in another order may flip a bf16 tie, one int8 step on an element or two."""
     A, W = tc.inputs(out)
+    (M, K), N = A.shape, out.shape[1]
     a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
     w = (rng.standard_normal((K, N)) / 8).astype(ml_dtypes.bfloat16)
     got = np.full((M, N), -77, np.int8)
     tc.build(s)(a, w, got)
     want = tc.evaluate(out, {A: a, W: w})
     assert np.abs(got.astype(int) - want).max() <= 1 and np.count_nonzero(got != want) <= 2
+
+
+@pytest.mark.parametrize("M", [1, 3])
+def test_streamed_rows_match_float64(M, rng):
+    """Slices of k added in a fixed order, then the bf16 rounding, SiLU and int8 quantization
+    on the whole sum (a consumer of a partial sum would compute something else)."""
+    s, out = _ffn_streamed(M, 64, 64, lambda s, out: stream_rows(s, out, "C", "A", "W", parts=4, threads=8,
+                                                                 unroll=4, combine_threads=64))
+    _check_ffn(s, out, rng)
+
+
+@pytest.mark.parametrize("M", [1, 2])
+def test_streamed_rows_in_one_kernel_match_float64(M, rng):
+    """The slices of a block's columns on its threads, added through shared memory after a
+    barrier, in a fixed order, then the epilogue: one kernel."""
+    s, out = _ffn_streamed(M, 64, 128, lambda s, out: stream_rows_in_blocks(s, out, "C", "A", "W", parts=8,
+                                                                            threads_x=4, unroll=4))
+    assert tc.check(s).legal and len(tc.lower(s).kernels) == 1
+    _check_ffn(s, out, rng)
 
 
 def test_the_skinny_rule_offers_the_one_kernel_form():
@@ -205,11 +207,4 @@ def test_split_k_with_the_epilogue_adds_the_slices_before_it(rng):
     """The FFN's bf16 rounding, SiLU and quantization run on the whole sum of the slices."""
     out = ffn_bf16.algorithm(M=32, N=64, K=128)
     space = Space(out, target="h200")
-    s = space.schedule(_drawn(space, "Q: mma_tiling", "split_k=2"))
-    A, W = tc.inputs(out)
-    a = rng.standard_normal((32, 128)).astype(ml_dtypes.bfloat16)
-    w = (rng.standard_normal((128, 64)) / 8).astype(ml_dtypes.bfloat16)
-    got = np.full((32, 64), -77, np.int8)
-    tc.build(s)(a, w, got)
-    want = tc.evaluate(out, {A: a, W: w})
-    assert np.abs(got.astype(int) - want).max() <= 1 and np.count_nonzero(got != want) <= 2
+    _check_ffn(space.schedule(_drawn(space, "Q: mma_tiling", "split_k=2")), out, rng)
