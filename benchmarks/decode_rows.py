@@ -68,25 +68,20 @@ def main(argv=None) -> int:
         print(f"== {M} x {N} x {K}: W {K * N * 2 / 1e6:.1f} MB, its copy floor {floor * 1e6:.1f} us "
               f"({K * N * 2 / floor / 1e12:.2f} TB/s)", flush=True)
 
-        def stream(parts, threads, unroll):
+        def streamed(helper, **sizes):
+            """The epilogue's stages inlined, then ``helper`` (stream_rows or its one-kernel form)."""
             def apply(s, Q):
                 s["Cb"].compute_inline()
                 s["Y"].compute_inline()
-                stream_rows(s, Q, "C", "A", "W", parts=parts, threads=threads, unroll=unroll)
-            return apply
-
-        def in_blocks(parts, threads_x, unroll):
-            def apply(s, Q):
-                s["Cb"].compute_inline()
-                s["Y"].compute_inline()
-                stream_rows_in_blocks(s, Q, "C", "A", "W", parts=parts, threads_x=threads_x, unroll=unroll)
+                helper(s, Q, "C", "A", "W", **sizes)
             return apply
 
         schedules = [("example schedule", ffn.schedule)] + [
-            (f"stream_rows parts={p} threads={t} unroll={u}", stream(p, t, u)) for p, t, u in STREAM_VARIANTS
-            if K % (p * u) == 0] + [
-            (f"one kernel parts={p} threads_x={t} unroll={u}", in_blocks(p, t, u)) for p, t, u in IN_BLOCK_VARIANTS
-            if K % (p * u) == 0]
+            (f"stream_rows parts={p} threads={t} unroll={u}", streamed(stream_rows, parts=p, threads=t, unroll=u))
+            for p, t, u in STREAM_VARIANTS if K % (p * u) == 0] + [
+            (f"one kernel parts={p} threads_x={t} unroll={u}",
+             streamed(stream_rows_in_blocks, parts=p, threads_x=t, unroll=u))
+            for p, t, u in IN_BLOCK_VARIANTS if K % (p * u) == 0]
         rows = []
         for label, apply in schedules:
             Q = ffn.algorithm(M, N, K)
