@@ -3,7 +3,8 @@ rounding, SiLU, int8), whose time is streaming W once: tcomp's skinny-product sc
 (``tcomp.search.tiling.skinny.stream_rows``: 16-byte loads of W into registers, k in
 slices on blocks of their own, the slices added in a fixed order with the epilogue) in a
 few sizes, its one-kernel form (``stream_rows_in_blocks``: the slices of a block's columns
-on its threads, added through shared memory), and the example's own schedule, against
+on its threads, added through shared memory), from 16 rows the example's ``decode`` (mma.sync
+with k in slices) in a few sizes, and the example's own schedule, against
 PyTorch eager (cuBLAS, then SiLU and quantization), cuBLAS's matmul alone and a device
 copy of W, in one run.
 
@@ -30,7 +31,13 @@ from timing import bf16_operands, time_cuda_batched  # noqa: E402  (benchmarks/t
 #: (parts, threads, unroll) of stream_rows measured for every case
 STREAM_VARIANTS = [(64, 256, 2), (128, 128, 2), (128, 256, 2), (64, 128, 8), (256, 128, 2), (32, 64, 8)]
 #: (parts, threads_x, unroll) of stream_rows_in_blocks (one kernel, the slices added in shared memory)
-IN_BLOCK_VARIANTS = [(64, 8, 2), (64, 4, 4), (32, 8, 8), (128, 4, 2)]
+IN_BLOCK_VARIANTS = [(64, 8, 2), (64, 4, 4), (32, 8, 8), (128, 4, 2), (256, 2, 2), (256, 2, 4), (128, 2, 4),
+                     (256, 4, 2)]
+#: (slices, mma_warp_tiles sizes) of the example's ``decode`` (16 to 31 rows on mma.sync, k in slices)
+MMA_VARIANTS = [(2, dict(BN=128, WN=32, stages=4)), (4, dict(BN=128, WN=32, stages=4)),
+                (8, dict(BN=128, WN=32, stages=4)), (16, dict(BN=128, WN=32, stages=3)),
+                (4, dict(BN=128, WN=32, stages=6)), (4, dict(BN=64, WN=16, stages=4)),
+                (8, dict(BN=64, WN=16, stages=4)), (8, dict(BN=256, WN=64, stages=3))]
 
 
 def graph_time(replay, calls: int = 20) -> float:
@@ -82,6 +89,10 @@ def main(argv=None) -> int:
             (f"one kernel parts={p} threads_x={t} unroll={u}",
              streamed(stream_rows_in_blocks, parts=p, threads_x=t, unroll=u))
             for p, t, u in IN_BLOCK_VARIANTS if K % (p * u) == 0]
+        if M >= 16:
+            schedules += [(f"mma.sync slices={p} " + " ".join(f"{k}={v}" for k, v in sizes.items()),
+                           lambda s, Q, p=p, sizes=sizes: ffn.decode(s, Q, {**ffn.mma_tiles_for(M, N, K), **sizes}, p))
+                          for p, sizes in MMA_VARIANTS if K % (p * 64) == 0]
         rows = []
         for label, apply in schedules:
             Q = ffn.algorithm(M, N, K)
