@@ -1,13 +1,17 @@
 """Where a short k loop's time goes: the bf16 product on wgmma (examples/gemm_bf16.py's
 schedule) at M x N x K for several K, with a float32 output (the example) and with the
-sum rounded to a bf16 output (what cuBLAS writes), against cuBLAS bf16 in one run.
+sum rounded to a bf16 output (what cuBLAS writes), against cuBLAS bf16 in one run. Each
+row gives the batched time of calls (``ms``), of CUDA graph replays (``graph ms``, what the
+fit and the ratio use) and the host's time to issue one call.
 
     python benchmarks/short_k.py [--shape 4096,4096] [--ks 256,512,1024,2048,4096]
 
 Every block of the schedule computes one output tile, and each SM runs one block at a
 time, so a call takes ``waves * (steps * c + o)``: ``steps`` k steps of ``c`` each and a
 fixed cost ``o`` a tile (filling the ring, draining the last chain, writing the tile).
-The least-squares fit of ``c`` and ``o`` over the K's is printed for each output type: if
+``(no C)`` rows time the float32 kernel with its stores of C never taken (guarded by a test
+that the data never passes): what remains of the fixed cost without the tile's writes. The
+least-squares fit of ``c`` and ``o`` over the K's is printed for each output type: if
 ``o`` is many k steps, short products need the tile's fixed costs hidden (another block's
 loop, or a persistent block's next tile), not faster k steps. Outputs are poisoned with
 NaN and checked against a float64 product of the same inputs.
@@ -36,6 +40,39 @@ def bf16_output(M: int, N: int, K: int):
     return tc.compute((M, N), lambda i, j: tc.cast(C[i, j], "bfloat16"), name="D")
 
 
+def host_time(call, calls: int = 50) -> float:
+    """Seconds of host time per call, issued back to back without waiting for the GPU."""
+    import time
+
+    import torch
+
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        call()
+    seconds = (time.perf_counter() - start) / calls
+    torch.cuda.synchronize()
+    return seconds
+
+
+def without_stores(mod, output: str):
+    """``mod`` recompiled with its stores to ``output`` never taken (each guarded by a test
+    that random data never passes): the kernel without the writing of its tile."""
+    import re
+
+    from tcomp.codegen.runtime import Module
+
+    lines = []
+    for line in mod.source.splitlines():
+        store = re.match(rf"^(\s*){output}\[(.*)\] = (.*)$", line)
+        if store:
+            indent, value = store.group(1), store.group(3)
+            lines += [f"{indent}if {value} == float32(1.5e38):", f"{indent}    {line.strip()}"]
+        else:
+            lines.append(line)
+    return Module(mod.program, "\n".join(lines) + "\n", False)
+
+
 def fit(points):
     """Least-squares ``c``, ``o`` of ``t / waves = steps * c + o`` over (steps, waves, t)."""
     xs = [steps for steps, _, _ in points]
@@ -60,9 +97,10 @@ def main(argv=None) -> int:
 
     M, N = (int(x) for x in args.shape.split(","))
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    fits = {"float32": [], "bfloat16": []}
+    fits = {"float32": [], "bfloat16": [], "float32, stores never taken": []}
     wrong = 0
-    print(f"{'K':>6s} {'out':>9s} {'tile':>9s} {'steps':>5s} {'waves':>5s} {'ms':>8s} {'cuBLAS ms':>9s} {'vs cuBLAS':>9s}")
+    print(f"{'K':>6s} {'out':>9s} {'tile':>9s} {'steps':>5s} {'waves':>5s} {'ms':>8s} {'graph ms':>8s} "
+          f"{'host ms':>8s} {'cuBLAS ms':>9s} {'vs cuBLAS':>9s}")
     for K in (int(x) for x in args.ks.split(",")):
         a, w, want, scale, bound = bf16_product_reference(M, N, K)
         cublas = time_cuda_batched(lambda: torch.matmul(a, w), calls=args.calls)
@@ -82,9 +120,16 @@ def main(argv=None) -> int:
             slack = bound + (want.abs() * 2.0 ** -8 if dtype == "bfloat16" else 0)
             wrong += int(((c.double() - want).abs() > slack).sum().item()) + int(torch.isnan(c).sum().item())
             t = time_cuda_batched(lambda: mod(a, w, c), calls=args.calls)
-            fits[dtype].append((steps, waves, t))
+            t_graph = time_cuda_batched(mod.graph(a, w, c).replay, calls=args.calls)
+            host = host_time(lambda: mod(a, w, c))
+            fits[dtype].append((steps, waves, t_graph))
             print(f"{K:6d} {dtype:>9s} {tiles['BM']}x{tiles['BN']:<5d} {steps:5d} {waves:5d} {t * 1e3:8.3f} "
-                  f"{cublas * 1e3:9.3f} {cublas / t:8.3f}x", flush=True)
+                  f"{t_graph * 1e3:8.3f} {host * 1e3:8.3f} {cublas * 1e3:9.3f} {cublas / t_graph:8.3f}x", flush=True)
+            if dtype == "float32":
+                silent = without_stores(mod, "C")
+                t_silent = time_cuda_batched(silent.graph(a, w, c).replay, calls=args.calls)
+                fits["float32, stores never taken"].append((steps, waves, t_silent))
+                print(f"{K:6d} {'(no C)':>9s} {'':9s} {steps:5d} {waves:5d} {'':8s} {t_silent * 1e3:8.3f}", flush=True)
     for dtype, points in fits.items():
         if len(points) >= 2:
             c, o = fit(points)

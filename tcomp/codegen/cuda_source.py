@@ -420,8 +420,8 @@ class KernelWriter:
             return False
         loads = []  # (load, its first element) of the loads that become vectors
         for node in walk(store.value):
-            if not isinstance(node, Load) or any(node is seen for seen, _ in loads):
-                continue
+            if not isinstance(node, Load) or node.buffer.scope == "local" or any(node is seen for seen, _ in loads):
+                continue  # registers are read one by one: a vector read could move them to local memory
             base = self._vector_base(node.buffer, node.index, loop)
             if base is not None:
                 loads.append((node, base))

@@ -64,8 +64,9 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
     s[out].bind(warp, "threadIdx.y")
     s[out].bind(lane, "threadIdx.x")
-    for ax in (mi, nj, row_half, col_half):
+    for ax in (mi, nj, row_half):
         s[out].unroll(ax)
+    s[out].vectorize(col_half)  # a thread's two columns in one store
     s[acc].compute_at(s[out], lane)
     (k,) = s[acc].reduce_axis
     ko, ki = s[acc].split(k, BK)

@@ -63,8 +63,9 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
     s[out].bind(group_row, "threadIdx.y")
     s[out].bind(thread, "threadIdx.x")
-    for ax in (col_block, row_half, col_half):
+    for ax in (col_block, row_half):
         s[out].unroll(ax)
+    s[out].vectorize(col_half)
     s[acc].compute_at(s[out], thread)
     (k,) = s[acc].reduce_axis
     ko, ki = s[acc].split(k, BK)
