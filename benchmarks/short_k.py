@@ -64,9 +64,11 @@ def without_stores(mod, output: str):
 
     lines = []
     for line in mod.source.splitlines():
-        store = re.match(rf"^(\s*){output}\[(.*)\] = (.*)$", line)
+        scalar = re.match(rf"^(\s*){output}\[.*\] = (.*)$", line)
+        vector = re.match(rf"^(\s*)_store\d+\({output}, .*, \(([^,]*),.*\)\)$", line)
+        store = scalar or vector
         if store:
-            indent, value = store.group(1), store.group(3)
+            indent, value = store.group(1), store.group(2)
             lines += [f"{indent}if {value} == float32(1.5e38):", f"{indent}    {line.strip()}"]
         else:
             lines.append(line)

@@ -18,7 +18,7 @@ import tcomp as tc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_bf16 import mma_tiles_for, mma_warp_tiles, tensor_core_tiles, uses_wgmma  # noqa: E402  (tilings)
 from sgemm_ladder import blocktile_2d  # noqa: E402  (the ladder's 2D blocktiling schedule)
-from tcomp.search.tiling.skinny import stream_rows  # noqa: E402  (a decode step's weights streamed)
+from tcomp.search.tiling.skinny import stream_rows, stream_rows_in_blocks  # noqa: E402  (decode steps)
 
 SCALE = 0.05
 #: streaming multiprocessors of the H200: a decode step's blocks should cover them
@@ -106,23 +106,35 @@ def stream_parts(N: int, K: int, unroll: int, threads_wanted: int) -> int | None
 
 
 def stream_sizes(M: int, N: int, K: int) -> dict | None:
-    """:func:`stream`'s sizes, the fastest of ``benchmarks/decode_rows.py``'s on the H100
-    (2026-12-05): one row, 256 threads a block and two loads of W in flight each, k in the
-    slices that give 64 K threads (64 at N = 12288, 128 at N = 4096); more rows (more
-    arithmetic a load of W), 64 threads, eight loads each, half the threads. None where no
-    slicing fits (:func:`stream_parts`)."""
-    threads, unroll, wanted = (256, 2, 64 * 1024) if M == 1 else (64, 8, 32 * 1024)
-    parts = stream_parts(N, K, unroll, wanted)
-    return None if parts is None else dict(parts=parts, threads=threads, unroll=unroll)
+    """:func:`stream`'s helper and sizes, the fastest of ``benchmarks/decode_rows.py``'s
+    on the H100 (2026-12-05). Up to 8 rows, ``stream_rows_in_blocks`` (one kernel):
+    one row, 512 threads a block and two loads of W in flight each, blocks of 64 columns
+    (32 where those leave SMs idle, N = 4096); 2 to 8 rows (more arithmetic a load of W),
+    256 threads, four loads each, blocks of 32 columns. From 9 rows (the registers of
+    every row's accumulators), ``stream_rows``: 64 threads, eight loads each, k in the
+    slices that give 32 K threads, the slices added by a second kernel. None where no
+    slicing fits."""
+    if M <= 8 and N % 32 == 0:
+        if M == 1:
+            threads_x = 8 if N // 64 >= SMS else 4
+            sizes = dict(parts=512 // threads_x if threads_x == 8 else 256, threads_x=threads_x, unroll=2)
+        else:
+            sizes = dict(parts=64, threads_x=4, unroll=4)
+        if K % (sizes["parts"] * sizes["unroll"]) == 0:
+            return dict(sizes, one_kernel=True)
+    parts = stream_parts(N, K, 8, 32 * 1024)
+    return None if parts is None else dict(parts=parts, threads=64, unroll=8, one_kernel=False)
 
 
 def stream(s, out):
-    """A decode step of under 16 rows: ``stream_rows`` (``tcomp.search.tiling.skinny``)
-    with :func:`stream_sizes`, each thread 8 columns of every row from 16-byte loads of W
-    straight into registers; a second kernel adds the slices in a fixed order and runs the
-    bf16 rounding, SiLU and quantization on the complete sum. At one row of 12288 x 4096 on
-    the H100: 43 us, 0.83 of the copy floor of W (PyTorch eager 112 us; 41 us against 48
-    us as CUDA graph replays)."""
+    """A decode step of under 16 rows, W streamed once in 16-byte loads straight into
+    registers, each thread 8 columns of every row (:func:`stream_sizes`): up to 8 rows
+    in one kernel, k in slices on the threads of a block, added through shared memory
+    (``stream_rows_in_blocks``); more in two, the slices on blocks of their own, added by
+    a second kernel (``stream_rows``); either way in a fixed order, and the bf16
+    rounding, SiLU and quantization run on the complete sum. At one row of 12288 x 4096
+    on the H100: 39.7 us, 0.88 of the copy floor of W (PyTorch eager 105 us; 39.0 us
+    against 48.0 us as CUDA graph replays)."""
     M, N = out.shape
     K = s["C"].op.reduce_axis[0].extent
     if M >= 16:
@@ -131,10 +143,11 @@ def stream(s, out):
     sizes = stream_sizes(M, N, K)
     if sizes is None:
         raise tc.ScheduleError(f"the stream schedule needs N a multiple of 8 and K a multiple of 16 slices of at "
-                               f"least 32 values of k in whole steps of 2 (one row) or 8; the shape is {M} x {N} x {K}")
+                               f"least 32 values of k in whole steps of 8; the shape is {M} x {N} x {K}")
     s["Cb"].compute_inline()
     s["Y"].compute_inline()
-    stream_rows(s, out, "C", "A", "W", **sizes)
+    one_kernel = sizes.pop("one_kernel")
+    (stream_rows_in_blocks if one_kernel else stream_rows)(s, out, "C", "A", "W", **sizes)
 
 
 def cuda_cores(s, out):

@@ -9,7 +9,7 @@ from ...errors import ScheduleError
 from ...target.instructions import WARPGROUP, WGMMA_K, WGMMA_M
 from ...target.storage import SWIZZLE_ALIGNMENT
 from .base import Rule
-from .fills import blocked_fill, cooperative_fill
+from .fills import blocked_fill, cooperative_fill, over_the_threads
 from .products import aligned_lanes, copied_asynchronously, operands_of_16_bits, product_stage, staged_blocks
 from .split_k import tensor_core_slices, tensor_core_slices_valid
 
@@ -18,7 +18,7 @@ WGMMA_OTHER_REGISTERS = 56
 
 
 def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fastest=False, swizzle=True,
-                in_flight=1):
+                in_flight=1, stage_output=None):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks,
     each a column of BM / 64 warpgroups (``threadIdx.y``) that compute 64 x BN tiles with
     Hopper's ``wgmma.mma_async.m64n{BN}k16``: thread t of a warpgroup holds rows
@@ -37,7 +37,14 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     that many slots further behind (``pipeline(stages, reader_lag)``). A leading axis of
     the product (SwiGLU's stacked projections) is computed in the same k loop, one
     instruction per k step and slice; a leading axis of ``out`` is bound to
-    ``blockIdx.z`` (split-K slices). ``rows_fastest`` as in :func:`mma_warp_tiles`."""
+    ``blockIdx.z`` (split-K slices). ``rows_fastest`` as in :func:`mma_warp_tiles`.
+
+    With ``stage_output`` the epilogue writes the block's outputs into a shared tile
+    (``cache_write``, its rows padded by 16 bytes against bank conflicts), and after a
+    barrier the block copies the tile to ``out`` in 16-byte stores, whole rows of sectors:
+    the fragment's own stores of an output narrower than 4 bytes (bf16, int8) leave
+    32-byte sectors partly written. None (the default) stages such an output where
+    the tile fits shared memory beside the rings (:func:`output_staged`)."""
     *lead, M, N = out.shape
     if len(lead) > 1:
         raise ScheduleError(f"wgmma_tiles tiles the last two axes of {out.name} and binds one axis ahead of them "
@@ -51,22 +58,30 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
                             f"M >= BM, N >= BN (a last block that does not fit is shifted inwards) and BK a multiple "
                             f"of {WGMMA_K} (a k step past K is padded with zeros); BM = {BM}, BN = {BN}, BK = {BK} "
                             f"and the shape is {M} x {N} x {K}")
+    if stage_output is None:
+        stage_output = output_staged(out, product, BM, BN, BK, stages)
+    writer = s.cache_write(out, "shared") if stage_output else None
     acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
-    group_row, ii = s[out].split(ii, WGMMA_M)
-    warp, ii = s[out].split(ii, 16)
-    row_half, quad_row = s[out].split(ii, 8)
-    col_block, jj = s[out].split(jj, 8)
-    quad_col, col_half = s[out].split(jj, 2)
-    s[out].reorder(bi, bj, group_row, warp, quad_row, quad_col, col_block, row_half, col_half)
-    thread = s[out].fuse(s[out].fuse(warp, quad_row), quad_col)
     s[out].bind(bi, "blockIdx.x" if rows_fastest else "blockIdx.y")
     s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
-    s[out].bind(group_row, "threadIdx.y")
-    s[out].bind(thread, "threadIdx.x")
+    fragments = out
+    if writer is not None:
+        _copy_out(s, out, writer, bj, ii, jj, BM)
+        fragments = writer
+        *_, ii, jj = s[writer].axis
+    group_row, ii = s[fragments].split(ii, WGMMA_M)
+    warp, ii = s[fragments].split(ii, 16)
+    row_half, quad_row = s[fragments].split(ii, 8)
+    col_block, jj = s[fragments].split(jj, 8)
+    quad_col, col_half = s[fragments].split(jj, 2)
+    s[fragments].reorder(group_row, warp, quad_row, quad_col, col_block, row_half, col_half)
+    thread = s[fragments].fuse(s[fragments].fuse(warp, quad_row), quad_col)
+    s[fragments].bind(group_row, "threadIdx.y")
+    s[fragments].bind(thread, "threadIdx.x")
     for ax in (col_block, row_half):
-        s[out].unroll(ax)
-    s[out].vectorize(col_half)
-    s[acc].compute_at(s[out], thread)
+        s[fragments].unroll(ax)
+    s[fragments].vectorize(col_half)
+    s[acc].compute_at(s[fragments], thread)
     (k,) = s[acc].reduce_axis
     ko, ki = s[acc].split(k, BK)
     kt, ki = s[acc].split(ki, WGMMA_K)
@@ -88,6 +103,49 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     s[acc].tensorize(ki, f"wgmma_m64n{BN}k16")
 
 
+#: bytes of padding after each row of a staged output tile (keeps 16-byte rows aligned)
+OUTPUT_ROW_PAD = 16
+
+
+def output_staged(out, product, BM: int, BN: int, BK: int, stages: int, target=None) -> bool:
+    """Does :func:`wgmma_tiles` stage ``out``'s tile in shared memory by default? Where
+    ``out`` is a stage after the product whose elements are under 4 bytes (a pair of them
+    leaves a 32-byte sector partly written) and its padded tile fits beside the rings of
+    16-bit operands in ``target``'s (default: ``DEFAULT_TARGET``) shared memory."""
+    from ...dtypes import itemsize
+    from ...target import get_target
+
+    size = itemsize(out.dtype)
+    if out.name == product or size >= 4:
+        return False
+    return shared_bytes(BM, BN, BK, stages, size) <= get_target(target).smem_per_block
+
+
+def shared_bytes(BM: int, BN: int, BK: int, stages: int, output_itemsize: int = 0) -> int:
+    """Shared memory of :func:`wgmma_tiles`' blocks: the rings of 16-bit operand tiles on
+    the swizzle's alignment, and a staged output tile (``output_itemsize`` > 0) with its
+    padded rows on a 16-byte boundary."""
+    rings = (BM + BN) * BK * 2 * max(stages, 1) + SWIZZLE_ALIGNMENT
+    if not output_itemsize:
+        return rings
+    return rings + BM * (BN * output_itemsize + OUTPUT_ROW_PAD)
+
+
+def _copy_out(s, out, writer, block_axis, rows, cols, BM: int) -> None:
+    """``writer`` (the epilogue into a shared tile) computed at ``out``'s ``block_axis``,
+    and ``out``'s rows x cols of the block copied from it by all the block's threads,
+    16 bytes a thread and store, consecutive threads along a row."""
+    from ...dtypes import itemsize
+
+    s[writer].compute_at(s[out], block_axis)
+    *_, columns = s[writer].axis
+    s[writer].storage_pad(columns, OUTPUT_ROW_PAD // itemsize(writer.dtype))
+    flat = s[out].fuse(rows, cols)
+    flat, lanes = s[out].split(flat, 16 // itemsize(out.dtype))
+    s[out].vectorize(lanes)
+    over_the_threads(s, out, flat, BM // WGMMA_M, WARPGROUP)
+
+
 class WgmmaTiling(Rule):
     """A product of 16-bit floats into float32 on Hopper's warpgroup instructions: BM x BN
     blocks of BM / 64 warpgroups of ``wgmma.m64n{BN}k16`` (:func:`wgmma_tiles`), k steps of
@@ -106,7 +164,7 @@ class WgmmaTiling(Rule):
                 and operands_of_16_bits(group, product[0]))
 
     def choices(self, group, space):
-        return {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [64, 128], "stages": [3, 4],
+        return {"BM": [64, 128, 192, 256], "BN": [64, 128, 192, 256], "BK": [64, 128], "stages": [3, 4],
                 "rows_fastest": [False, True], "split_k": [1, 2, 4, 8]}
 
     def valid(self, group, space, p):
@@ -117,7 +175,7 @@ class WgmmaTiling(Rule):
             return False
         threads = WARPGROUP * p["BM"] // WGMMA_M
         registers = p["BN"] // 2 + WGMMA_OTHER_REGISTERS  # the accumulators and the rest
-        shared = (p["BM"] + p["BN"]) * p["BK"] * 2 * p["stages"] + SWIZZLE_ALIGNMENT  # + the swizzle's alignment
+        shared = shared_bytes(p["BM"], p["BN"], p["BK"], p["stages"])  # an output tile is staged only if it fits
         return (threads * registers <= space.target.regs_per_sm and shared <= space.target.smem_per_block
                 and tensor_core_slices_valid(group, space, p, p["BM"], p["BN"], p["BK"]))
 
@@ -128,4 +186,4 @@ class WgmmaTiling(Rule):
                     BK=p["BK"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
 
 
-__all__ = ["WGMMA_OTHER_REGISTERS", "WgmmaTiling", "wgmma_tiles"]
+__all__ = ["OUTPUT_ROW_PAD", "WGMMA_OTHER_REGISTERS", "WgmmaTiling", "output_staged", "shared_bytes", "wgmma_tiles"]
