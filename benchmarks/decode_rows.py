@@ -49,6 +49,8 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cases", default="1x12288x4096,4x12288x4096,16x12288x4096,1x4096x12288",
                         help="MxNxK of each case, comma-separated")
+    parser.add_argument("--example-only", action="store_true", help="time the example's schedule alone (and the "
+                                                                      "baselines), not the variants")
     args = parser.parse_args(argv)
 
     import torch
@@ -93,6 +95,8 @@ def main(argv=None) -> int:
             schedules += [(f"mma.sync slices={p} " + " ".join(f"{k}={v}" for k, v in sizes.items()),
                            lambda s, Q, p=p, sizes=sizes: ffn.decode(s, Q, {**ffn.mma_tiles_for(M, N, K), **sizes}, p))
                           for p, sizes in MMA_VARIANTS if K % (p * 64) == 0]
+        if args.example_only:
+            schedules = schedules[:1]
         rows = []
         for label, apply in schedules:
             Q = ffn.algorithm(M, N, K)
