@@ -25,7 +25,8 @@ in the record:
 4. **Device memory.** Bytes over the achievable bandwidth, which Little's law caps
    at the bytes the resident warps keep in flight divided by the latency (docs/hardware.md,
    "Modelling assumptions": ``B_need = bandwidth x latency / SMs`` per SM against ``B_have = warps x
-   loads in flight x bytes per load``). The bytes are the count of ``tcomp.cost.analysis`` less what the
+   loads in flight x bytes per load``, the warps of the blocks an SM actually holds: a grid of
+   fewer blocks than the SMs could hold puts ``ceil(blocks / SMs)`` on each). The bytes are the count of ``tcomp.cost.analysis`` less what the
    L2 serves: blocks start in the order of their linear index (``blockIdx.x`` fastest),
    ``SMs x blocks per SM`` at a time, and two blocks of one such wave that agree in the
    grid dimensions a tensor's reads depend on read the same tile of it, which reaches
@@ -296,7 +297,9 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     in_flight = min(float(t.outstanding_loads_per_warp), max(1.0, loads_per_round)) if loads_per_round else 0.0
     bytes_per_warp_load = counts.global_load_bytes_per_lane * t.warp_size
     need = t.dram_bw_datasheet * latency_s / t.sms
-    have = resident_warps * in_flight * bytes_per_warp_load
+    # a grid of fewer blocks than the SMs can hold puts ceil(blocks / SMs) on each busy SM
+    warps_streaming = min(bps, -(-blocks // t.sms)) * wpb
+    have = warps_streaming * in_flight * bytes_per_warp_load
     coverage = have / need if need else math.inf
     active_sms = min(t.sms, blocks)
     bw_eff = t.dram_bw_measured
