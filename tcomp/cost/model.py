@@ -241,7 +241,11 @@ def chain_drain_cycles(counts: KernelCounts, matrix_cycles: float, issue_cycles:
 # ---------------------------------------------------------------------------- one kernel
 
 
-def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int | None = None) -> KernelEstimate:
+def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int | None = None,
+                    in_l2: frozenset = frozenset()) -> KernelEstimate:
+    """The estimate of one launch; ``in_l2`` names the tensors an earlier kernel of the
+    program wrote that the L2 still holds (``estimate``): their reads are the L2's, at
+    its latency."""
     t = target
     notes = list(counts.notes)
     clock = t.clock_hz
@@ -292,6 +296,9 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     # latency hiding: Little's law (docs/hardware.md, "Modelling assumptions")
     latency_s = t.mem_latency_ns * 1e-9
     latency_cycles = latency_s * clock
+    # the rounds of loads wait for the L2 where they read what an earlier kernel left there
+    from_l2 = sum(reads.get(n, 0.0) for n in in_l2) / dram_read if dram_read else 0.0
+    round_cycles = (from_l2 * t.l2_latency_s + (1.0 - from_l2) * latency_s) * clock
     all_rounds = counts.latency_rounds + counts.prefetch_rounds + counts.async_rounds
     loads_per_round = counts.global_load_instructions / wpb / all_rounds if all_rounds and wpb else 0.0
     in_flight = min(float(t.outstanding_loads_per_warp), max(1.0, loads_per_round)) if loads_per_round else 0.0
@@ -305,7 +312,9 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     bw_eff = t.dram_bw_measured
     if have > 0:
         bw_eff = min(bw_eff, have * active_sms / latency_s)
-    l2_read = sum(l2_served_reads(counts, bps * t.sms, t.l2_bytes).values())
+    served = l2_served_reads(counts, bps * t.sms, t.l2_bytes)
+    served.update({n: reads[n] for n in in_l2 if reads.get(n)})
+    l2_read = sum(served.values())
     t_dram = (dram - l2_read) / bw_eff if dram else 0.0
 
     # one SM: rounds of resident blocks
@@ -323,7 +332,7 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
         own += drain
         copy_wait = max(exposed_latency(counts.prefetch_rounds, 1, latency_cycles, own),
                         exposed_latency(counts.async_rounds, counts.async_ahead, t.async_copy_latency_s * clock, own))
-        chain = counts.latency_rounds * latency_cycles + own + copy_wait
+        chain = counts.latency_rounds * round_cycles + own + copy_wait
 
         def round_terms(q):
             return {
@@ -392,6 +401,10 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
 # ---------------------------------------------------------------------------- the program
 
 
+#: what earlier kernels of a program wrote counts as read from the L2 up to 1 / this of it
+L2_RESIDENT_SHARE = 8
+
+
 def estimate(s, target="h200", regs_per_thread=None) -> Estimate:
     """The analytical cost of schedule ``s`` (or of an already lowered program) on ``target``.
 
@@ -410,6 +423,7 @@ def estimate(s, target="h200", regs_per_thread=None) -> Estimate:
     tgt = get_target(target)
     program = s if isinstance(s, Program) else lower(s)
     kernels = []
+    written: dict = {}  # tensor name -> bytes the kernels so far wrote
     for k in program.kernels:
         regs = regs_per_thread
         if isinstance(regs_per_thread, dict):
@@ -417,7 +431,14 @@ def estimate(s, target="h200", regs_per_thread=None) -> Estimate:
         elif regs_per_thread is not None and not isinstance(regs_per_thread, int):
             raise TcompError(f"regs_per_thread must be an int or a dict of kernel name to int, "
                              f"got {regs_per_thread!r}")
-        kernels.append(estimate_kernel(analyze_kernel(k), tgt, regs))
+        # what earlier kernels wrote is taken to be still in the L2 where all of it fits in an
+        # eighth of it (a decode step's partial sums, a few MB: the FFN's 25 MB intermediate
+        # at 1024 rows ranks wrong with the credit, benchmarks/results/tuning_tensor_cores_7th.jsonl)
+        in_l2 = frozenset(written) if sum(written.values()) <= tgt.l2_bytes / L2_RESIDENT_SHARE else frozenset()
+        kernels.append(estimate_kernel(analyze_kernel(k), tgt, regs, in_l2=in_l2))
+        for name, nbytes in kernels[-1].writes_by_tensor.items():
+            if nbytes:
+                written[name] = written.get(name, 0.0) + nbytes
     by_tensor: dict = {}
     for ke in kernels:
         for name, b in ke.bytes_by_tensor.items():

@@ -63,6 +63,8 @@ class Target:
     # how long a cp.async copy takes to land while the memory system streams matrix tiles
     # at full rate (what a ring's copies issued k steps ahead must cover); None: mem_latency_ns
     async_copy_latency_ns: float | None = None
+    # how long a load that hits the L2 takes; None: mem_latency_ns
+    l2_latency_ns: float | None = None
     # launch limits (CUDA guide: the same for compute capabilities 8.6 to 12.0)
     max_block_dims: tuple = (1024, 1024, 64)  # blockDim.x, .y, .z
     max_grid_dims: tuple = (2**31 - 1, 65535, 65535)  # gridDim.x, .y, .z
@@ -87,6 +89,11 @@ class Target:
     def async_copy_latency_s(self) -> float:
         """Seconds a cp.async copy takes to land under load (see ``async_copy_latency_ns``)."""
         return (self.async_copy_latency_ns or self.mem_latency_ns) * 1e-9
+
+    @property
+    def l2_latency_s(self) -> float:
+        """Seconds a load served by the L2 takes (see ``l2_latency_ns``)."""
+        return (self.l2_latency_ns or self.mem_latency_ns) * 1e-9
 
     @property
     def mma_sync_rate(self) -> float:
@@ -137,6 +144,11 @@ H100 = Target(
     # 128x256 and 256x128 blocks at 4096^3 and 1024x12288x4096 alike (BENCHMARKS.md). A
     # latency under load, far above an idle load's (the H200's mem_latency_ns). A lead on the H100.
     async_copy_latency_ns=930.0,
+    # NOTE: fitted on the H100 (benchmarks/results/decode_rows_h100_3.log, 2026-12-05): the
+    # second kernel of a decode step reads partial sums the first just wrote; every value from
+    # 100 to 300 ns gives the same ranks of the measured variants (Kendall tau of the down
+    # projection's ten 0.31, against 0.22 at mem_latency_ns). Not measured directly.
+    l2_latency_ns=200.0,
     device_memory_bytes=80 * 10**9,  # H100 SXM: 80 GB of HBM3
     matrix_instructions=("mma_m16n8k16", "wgmma"),  # wgmma: compute capability 9.0a
 )

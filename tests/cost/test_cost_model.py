@@ -362,3 +362,35 @@ def test_a_grid_smaller_than_the_sms_hold_keeps_one_block_in_flight_per_sm():
     assert few.inflight_bytes_per_sm == few.warps_per_block * few.loads_in_flight_per_warp * few.bytes_per_warp_load
     assert few.limiter == "dram (latency-limited)"
     assert few.predicted_seconds > 1.3 * more.predicted_seconds
+
+
+def test_a_second_kernel_reads_small_partial_sums_from_the_l2():
+    """A decode step in two kernels (``stream_rows``): the second reads the 3 MB of partial
+    sums the first just wrote, which the L2 holds; its reads are the L2's and its rounds
+    wait for the L2's latency, not device memory's. The first kernel gets no such credit."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import ffn_bf16
+
+    from tcomp.cost.model import L2_RESIDENT_SHARE
+    from tcomp.search.tiling.skinny import stream_rows
+
+    def two_kernels(target):
+        Q = ffn_bf16.algorithm(1, 12288, 4096)
+        s = tc.create_schedule(Q)
+        s["Cb"].compute_inline()
+        s["Y"].compute_inline()
+        stream_rows(s, Q, "C", "A", "W", parts=64, threads=256, unroll=2)
+        return tc.estimate(s, target=target).kernels
+
+    slices, adding = two_kernels(H100)
+    partial = 64 * 12288 * 4
+    assert slices.writes_by_tensor["C_rf"] == partial <= H100.l2_bytes / L2_RESIDENT_SHARE
+    assert adding.l2_read_bytes == adding.reads_by_tensor["C_rf"] == partial
+    assert slices.l2_read_bytes < slices.reads_by_tensor["W"]
+    # the same program on a GPU whose L2 is too small for the partial sums: device memory
+    _, from_memory = two_kernels(H100.replace(l2_bytes=partial))
+    assert from_memory.l2_read_bytes == 0
+    assert from_memory.predicted_seconds > adding.predicted_seconds
