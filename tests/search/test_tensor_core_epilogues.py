@@ -128,11 +128,13 @@ def test_staging_can_be_turned_off():
 def test_the_wide_blocks_give_way_to_192_where_they_need_fewer_waves():
     """333 rows of the FFN: 128 x 256 blocks are 144 (two waves of 132 SMs), 192 x 192
     blocks 128 (one). At 1024 and 7239 rows and 4096^2 the 128 x 256 blocks leave an SM
-    less work, and stay."""
+    less work, and stay; at 2048^2 their 128 blocks keep 128 of 132 SMs busy (the search's
+    winner on the H100), at 1024^2 their 32 would not."""
     assert gemm_bf16.wgmma_tiles_for(333, 12288, 4096)["BM"] == 192
-    for M, N in ((1024, 12288), (7239, 12288), (4096, 4096)):
+    for M, N in ((1024, 12288), (7239, 12288), (4096, 4096), (2048, 2048)):
         tiles = gemm_bf16.wgmma_tiles_for(M, N, 4096)
         assert (tiles["BM"], tiles["BN"]) == (128, 256), (M, N)
+    assert gemm_bf16.wgmma_tiles_for(1024, 1024, 1024)["BN"] == 128  # 32 wide blocks: too few
 
 
 def test_the_decode_rows_take_the_sizes_measured_fastest():
