@@ -20,6 +20,31 @@ def _exp(x):
 
 
 @cuda.jit(device=True, inline="always")
+def _sqrt(x):
+    return math.sqrt(x)  # sqrt.rn.f32: correctly rounded
+
+
+@cuda.jit(device=True, inline="always")
+def _rsqrt(x):
+    return libdevice.rsqrtf(x)
+
+
+@cuda.jit(device=True, inline="always")
+def _tanh(x):
+    return math.tanh(x)
+
+
+@cuda.jit(device=True, inline="always")
+def _erf(x):
+    return math.erf(x)
+
+
+@cuda.jit(device=True, inline="always")
+def _log(x):
+    return math.log(x)
+
+
+@cuda.jit(device=True, inline="always")
 def _to_int32(x):
     return int32(x)  # cvt.rzi.s32.f32: saturating, NaN -> 0
 
@@ -58,6 +83,29 @@ def _rint(x):
 def _exp(x):
     with np.errstate(over="ignore"):
         return float32(np.exp(np.float32(x)))
+
+
+def _sqrt(x):
+    with np.errstate(invalid="ignore"):
+        return float32(np.sqrt(np.float32(x)))
+
+
+def _rsqrt(x):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float32(1.0 / np.sqrt(np.float64(x)))
+
+
+def _tanh(x):
+    return float32(np.tanh(np.float32(x)))
+
+
+def _erf(x):
+    return float32(math.erf(float(x)))
+
+
+def _log(x):
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return float32(np.log(np.float32(x)))
 
 
 def _to_int32(x):

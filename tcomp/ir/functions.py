@@ -25,6 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import math
+
 import numpy as np
 
 
@@ -44,6 +46,18 @@ class ScalarFunction:
     def device_code(self, *operands: str) -> str:
         """The generated code of one call on the operands' code."""
         return self.device.format(*operands)
+
+
+def _rsqrt(x):
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1.0 / np.sqrt(x.astype(np.float64))
+
+
+_ERF = np.vectorize(math.erf, otypes=[np.float64])
+
+
+def _erf(x):
+    return _ERF(x.astype(np.float64))
 
 
 def _sigmoid(x):
@@ -69,6 +83,20 @@ SCALAR_FUNCTIONS = {f.name: f for f in (
                    "_silu({0})", 6, helper=_SILU_HELPER),
     ScalarFunction("abs", 1, "|x|.", np.abs, "abs({0})", 1, floats_only=False),
     ScalarFunction("round", 1, "Round half to even (numpy's rint).", np.rint, "_rint({0})", 1),
+    # the device's error bounds are the CUDA Math API's for the float32 functions Numba calls
+    # (sqrtf is IEEE, sqrt.rn.f32); the cost is the static SASS count of one call, its slow
+    # paths included (benchmarks/function_sass.py, ptxas 13.5: an upper bound)
+    ScalarFunction("sqrt", 1, "The square root of x (NaN below 0); on the GPU correctly rounded in float32 "
+                   "(sqrt.rn.f32).", np.sqrt, "_sqrt({0})", 37),
+    ScalarFunction("rsqrt", 1, "1 / sqrt(x) (inf at 0, NaN below 0); on the GPU within 2 ulp of the correctly "
+                   "rounded float32 value (CUDA's rsqrtf).", _rsqrt, "_rsqrt({0})", 4),
+    ScalarFunction("tanh", 1, "The hyperbolic tangent of x; on the GPU within 2 ulp of the correctly rounded "
+                   "float32 value (CUDA's tanhf).", np.tanh, "_tanh({0})", 17),
+    ScalarFunction("erf", 1, "The error function of x, 2 / sqrt(pi) times the integral of exp(-t^2) from 0 to x; "
+                   "on the GPU within 2 ulp of the correctly rounded float32 value (CUDA's erff).", _erf,
+                   "_erf({0})", 28),
+    ScalarFunction("log", 1, "The natural logarithm of x (-inf at 0, NaN below 0); on the GPU within 1 ulp of the "
+                   "correctly rounded float32 value (CUDA's logf).", np.log, "_log({0})", 26),
 )}
 
 

@@ -292,7 +292,7 @@ def _call(e: Call, args):
         raise LanguageError(str(err.args[0])) from None
     if not fn.floats_only:
         return fn.reference(*args)
-    with np.errstate(over="ignore", invalid="ignore"):
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
         r = fn.reference(*(_f32(x) for x in args))
     return _as_dtype(r, e.dtype)
 
