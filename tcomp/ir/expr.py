@@ -30,6 +30,8 @@ from ..dtypes import INT_TYPES, check_dtype, is_float
 from ..errors import LanguageError
 
 _FLOAT_RANK = {"float8_e4m3": 0, "bfloat16": 1, "float16": 1, "float32": 2}
+#: the largest whole power ``x ** n`` expands into a product
+MAX_POWER = 8
 
 
 class Expr:
@@ -72,6 +74,21 @@ class Expr:
 
     def __neg__(self):
         return binary("-", zero_like(self), self)
+
+    def __pow__(self, n):
+        """``x ** n`` for a whole ``n`` from 1 to ``MAX_POWER``: the product ``x * x * ...``
+        of ``n`` factors, left to right (what writing it out gives, no call)."""
+        if isinstance(n, bool) or not isinstance(n, int) or not 1 <= n <= MAX_POWER:
+            raise LanguageError(f"x ** n takes a whole n from 1 to {MAX_POWER} and becomes the product of n "
+                                f"factors; got {n!r} (a fractional or negative power is tc.exp(n * tc.log(x)), "
+                                f"a square root tc.sqrt, a reciprocal one tc.rsqrt)")
+        product = self
+        for _ in range(n - 1):
+            product = product * self
+        return product
+
+    def __rpow__(self, base):
+        raise LanguageError(f"{base!r} ** (an expression) is not a product; write tc.exp(x * math.log({base!r}))")
 
     def __bool__(self):
         raise LanguageError(

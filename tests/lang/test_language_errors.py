@@ -48,3 +48,25 @@ def test_a_max_without_a_reduce_axis_names_the_compute(A):
 def test_a_read_with_the_wrong_number_of_indices_names_the_compute(A):
     _refused(lambda: tc.compute((8, 8), lambda i, j: A[i], name="B"),
              "compute 'B'", "A has 2 dimensions but is indexed with 1")
+
+
+def test_a_whole_power_is_a_product(A, rng):
+    """``x ** 3`` is ``x * x * x``: the same expression, the same values as written out."""
+    import numpy as np
+
+    cubed = tc.compute((8, 8), lambda i, j: A[i, j] ** 3, name="P")
+    written = tc.compute((8, 8), lambda i, j: A[i, j] * A[i, j] * A[i, j], name="P")
+    assert str(cubed.op.body) == str(written.op.body)
+    a = rng.standard_normal((8, 8)).astype(np.float32)
+    np.testing.assert_array_equal(tc.evaluate(cubed, {A: a}), a * a * a)
+    assert str(tc.compute((8, 8), lambda i, j: A[i, j] ** 1, name="P").op.body) == "A[i, j]"
+
+
+@pytest.mark.parametrize("power", [0, 9, -1, 0.5, 2.0, True])
+def test_other_powers_name_what_to_write(A, power):
+    _refused(lambda: tc.compute((8, 8), lambda i, j: A[i, j] ** power, name="P"),
+             "x ** n takes a whole n from 1 to 8", repr(power), "tc.sqrt")
+
+
+def test_a_number_to_an_expression_power_names_exp(A):
+    _refused(lambda: tc.compute((8, 8), lambda i, j: 2.0 ** A[i, j], name="P"), "tc.exp(x * math.log(2.0))")
