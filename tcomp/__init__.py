@@ -12,7 +12,7 @@ Public API (docs/language.md)::
 from .errors import (ArgumentError, CapacityError, CodegenError, DriverError, IllegalScheduleError, InternalError,
                      LanguageError, LoweringError, ScheduleError, TcompError)
 from .lang import (SCALAR_FUNCTION_API, IterVar, Tensor, cast, clamp, compute, evaluate, inputs, max, maximum, min,
-                   minimum, placeholder, quantize, reduce_axis, sum)
+                   minimum, placeholder, quantize, reduce_axis, sum, where)
 
 globals().update(SCALAR_FUNCTION_API)  # tc.exp, tc.silu, ...: one per entry of tcomp.ir.functions
 
@@ -20,7 +20,7 @@ __all__ = [
     "ArgumentError", "CapacityError", "CodegenError", "DriverError", "IllegalScheduleError", "InternalError",
     "LanguageError", "LoweringError", "ScheduleError", "TcompError",
     "IterVar", "Tensor", "cast", "clamp", "compute", "evaluate", "inputs", "max", "maximum", "min",
-    "minimum", "placeholder", "quantize", "reduce_axis", "sum", *SCALAR_FUNCTION_API,
+    "minimum", "placeholder", "quantize", "reduce_axis", "sum", "where", *SCALAR_FUNCTION_API,
 ]
 
 from .build import build, lower

@@ -23,7 +23,7 @@ import zlib
 
 import numpy as np
 
-from ..dtypes import is_float
+from ..dtypes import host_dtype, is_float
 from ..errors import CodegenError, InternalError
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var, binary
 from ..ir.functions import SCALAR_FUNCTIONS, scalar_function
@@ -112,9 +112,12 @@ class KernelWriter:
     def value(self, e: Expr) -> str:
         """A data value, in its register type."""
         if isinstance(e, FloatImm):
-            if math.isinf(e.value):
-                return "float32(math.inf)" if e.value > 0 else "float32(-math.inf)"
-            return f"float32({e.value!r})"
+            # a literal of a 16- or 8-bit float holds that dtype's value (0.01 in bf16 is
+            # 0.010009765625), as tc.evaluate has it
+            value = float(np.asarray(e.value).astype(host_dtype(e.dtype))) if e.dtype in NARROW_FLOATS else e.value
+            if math.isinf(value):
+                return "float32(math.inf)" if value > 0 else "float32(-math.inf)"
+            return f"float32({value!r})"
         if isinstance(e, IntImm):
             return f"{REGISTER_TYPE[e.dtype]}({e.value})"
         if isinstance(e, Var):

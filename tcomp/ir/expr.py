@@ -90,10 +90,23 @@ class Expr:
     def __rpow__(self, base):
         raise LanguageError(f"{base!r} ** (an expression) is not a product; write tc.exp(x * math.log({base!r}))")
 
+    def __lt__(self, other):
+        return compare("<", self, other)
+
+    def __le__(self, other):
+        return compare("<=", self, other)
+
+    def __gt__(self, other):
+        return compare(">", self, other)
+
+    def __ge__(self, other):
+        return compare(">=", self, other)
+
     def __bool__(self):
         raise LanguageError(
-            "a tensor expression has no truth value; use tc.maximum/tc.minimum/tc.clamp "
-            "instead of Python comparisons inside a compute body")
+            "a tensor expression has no truth value: a Python if, and, or or on it cannot be compiled. "
+            "Choose between two values with tc.where(cond, a, b), cond a comparison such as x > 0.0 "
+            "(<, <=, >, >=; several: nested tc.where), or use tc.maximum/tc.minimum/tc.clamp")
 
     __hash__ = object.__hash__
 

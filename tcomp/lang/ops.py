@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..dtypes import FP8_E4M3_MAX, INT_RANGE, check_dtype, is_float
 from ..errors import LanguageError
-from ..ir.expr import Expr, as_expr, binary, call
+from ..ir.expr import Expr, Select, as_expr, binary, call, promote
 from ..ir.expr import cast as _cast
 from ..ir.functions import SCALAR_FUNCTIONS, ScalarFunction
 from .tensor import IterVar, Reduce
@@ -79,6 +79,21 @@ def maximum(a, b) -> Expr:
 def minimum(a, b) -> Expr:
     """Elementwise min of two expressions."""
     return binary("min", a, b)
+
+
+def where(cond, a, b) -> Expr:
+    """``a`` where ``cond`` holds, else ``b``, elementwise: ``cond`` is a comparison of two
+    expressions (``x > 0.0``; ``<``, ``<=``, ``>``, ``>=``), ``a`` and ``b`` expressions or
+    numbers, promoted to their common dtype. Both are computed, one is kept (a select, no
+    branch); for several conditions nest them: ``tc.where(x < lo, lo, tc.where(x > hi,
+    hi, x))``."""
+    if not isinstance(cond, Expr) or cond.dtype != "bool":
+        raise LanguageError(f"tc.where takes a comparison of expressions as its condition (such as X[i] > 0.0), "
+                            f"not {cond!r}")
+    a = as_expr(a, b if isinstance(b, Expr) else None)
+    b = as_expr(b, a)
+    dtype = promote(a, b)
+    return Select(cond, _cast(a, dtype), _cast(b, dtype))
 
 
 def clamp(x, lo, hi) -> Expr:

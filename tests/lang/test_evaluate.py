@@ -366,3 +366,18 @@ def test_built_cast_to_int32_saturates():
     x = np.array([2.7, -2.7, 3e9, -3e9, np.inf, -np.inf, np.nan], F32)
     got, want = _built(lambda v: tc.cast(v, "int32"), x)
     np.testing.assert_array_equal(got, want)
+
+
+def test_where_and_the_comparisons_match_numpy(rng):
+    """tc.where(cond, a, b) with each comparison, numbers promoted to the expression's
+    dtype, against numpy's where."""
+    X = tc.placeholder((64,), "float32", name="X")
+    x = rng.standard_normal(64).astype(np.float32)
+    x[:4] = [0.0, 0.5, -0.5, 0.25]  # on the thresholds
+    for op, numpy_op in (("<", np.less), ("<=", np.less_equal), (">", np.greater), (">=", np.greater_equal)):
+        O = tc.compute((64,), lambda i: tc.where({"<": X[i] < 0.5, "<=": X[i] <= 0.5, ">": X[i] > 0.5,
+                                                   ">=": X[i] >= 0.5}[op], X[i], -1.0), name="O")
+        np.testing.assert_array_equal(tc.evaluate(O, {X: x}), np.where(numpy_op(x, 0.5), x, -1.0).astype(np.float32))
+    # a number on the left is the reflected comparison
+    O = tc.compute((64,), lambda i: tc.where(0.25 < X[i], 1.0, 0.0), name="O")
+    np.testing.assert_array_equal(tc.evaluate(O, {X: x}), (x > 0.25).astype(np.float32))

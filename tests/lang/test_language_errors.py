@@ -70,3 +70,17 @@ def test_other_powers_name_what_to_write(A, power):
 
 def test_a_number_to_an_expression_power_names_exp(A):
     _refused(lambda: tc.compute((8, 8), lambda i, j: 2.0 ** A[i, j], name="P"), "tc.exp(x * math.log(2.0))")
+
+
+@pytest.mark.parametrize("body", [
+    lambda A, i, j: A[i, j] if A[i, j] > 0.0 else 0.0,
+    lambda A, i, j: A[i, j] > 0.0 and A[i, j] < 1.0,
+    lambda A, i, j: A[i, j] > 0.0 or A[i, j] < -1.0,
+])
+def test_a_python_truth_value_points_at_where(A, body):
+    _refused(lambda: tc.compute((8, 8), lambda i, j: body(A, i, j), name="P"),
+             "compute 'P'", "no truth value", "tc.where(cond, a, b)")
+
+
+def test_where_takes_a_comparison(A):
+    _refused(lambda: tc.where(A[0, 0], 1.0, 0.0), "tc.where takes a comparison")
