@@ -62,6 +62,22 @@ def elementwise_chain(M: int, N: int) -> tuple:
     return X, Z, B, S, O
 
 
+def activation_chain(M: int, N: int) -> tuple:
+    """Every scalar function and ``tc.where`` in one chain: ``B = X * 2 + Z``, ``G`` the tanh
+    form of GELU of B (with ``B ** 3``), ``S = where(G > 0, sqrt(G + 1) * erf(B),
+    log(|B| + 1) * rsqrt(|Z| + 1))``, ``O = S * 0.5 - Z``. Returns ``(X, Z, B, G, S, O)``."""
+    X = tc.placeholder((M, N), "float32", name="X")
+    Z = tc.placeholder((M, N), "float32", name="Z")
+    B = tc.compute((M, N), lambda i, j: X[i, j] * 2.0 + Z[i, j], name="B")
+    G = tc.compute((M, N), lambda i, j: 0.5 * B[i, j] * (1.0 + tc.tanh(0.7978845608 * (B[i, j] + 0.044715 *
+                                                                                       B[i, j] ** 3))), name="G")
+    S = tc.compute((M, N), lambda i, j: tc.where(G[i, j] > 0.0, tc.sqrt(G[i, j] + 1.0) * tc.erf(B[i, j]),
+                                                 tc.log(tc.abs(B[i, j]) + 1.0) * tc.rsqrt(tc.abs(Z[i, j]) + 1.0)),
+                   name="S")
+    O = tc.compute((M, N), lambda i, j: S[i, j] * 0.5 - Z[i, j], name="O")
+    return X, Z, B, G, S, O
+
+
 def ffn_bf16(M: int, N: int, K: int, scale: float) -> tuple:
     """The bfloat16 FFN pipeline: bfloat16 inputs, a float32 sum ``C``, the bfloat16 rounding
     point ``Cb``, ``Y = silu(Cb)``, ``Q = quantize(Y, scale, int8)``. Returns

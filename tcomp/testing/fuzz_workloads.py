@@ -72,6 +72,13 @@ def elementwise_chain(M=6, N=7) -> FuzzWorkload:
                         lambda rng: [_normal(rng, (M, N)), _normal(rng, (M, N))], 1)
 
 
+def activation_chain(M=6, N=7) -> FuzzWorkload:
+    """B = X * 2 + Z;  G = gelu(B) (tanh form);  S = where(G > 0, sqrt, erf; log, rsqrt);  O = S * 0.5 - Z."""
+    X, Z, B, G, S, O = algorithms.activation_chain(M, N)
+    return FuzzWorkload("activation_chain", dict(M=M, N=N), O, [X, Z],
+                        lambda rng: [_normal(rng, (M, N)), _normal(rng, (M, N))], 1)
+
+
 def ffn_bf16(M=6, N=5, K=7, scale=0.1) -> FuzzWorkload:
     """bfloat16 inputs, a float32 sum, a bfloat16 rounding point, SiLU, int8 quantize."""
     A, W, C, Cb, Y, Q = algorithms.ffn_bf16(M, N, K, scale)
@@ -86,6 +93,7 @@ WORKLOADS: dict = {
     "swiglu_quant": swiglu_quant,
     "rowmax_quant": rowmax_quant,
     "elementwise_chain": elementwise_chain,
+    "activation_chain": activation_chain,
     "ffn_bf16": ffn_bf16,
 }
 
@@ -96,7 +104,7 @@ _RED = st.integers(4, 12)
 def workloads(name: str):
     """A strategy for workload ``name`` at a random tiny shape (M, N in 4..9, K in 4..12)."""
     build = WORKLOADS[name]
-    if name in ("rowmax_quant", "elementwise_chain"):
+    if name in ("rowmax_quant", "elementwise_chain", "activation_chain"):
         n = _RED if name == "rowmax_quant" else _DIM
         return st.builds(build, M=_DIM, N=n)
     return st.builds(build, M=_DIM, N=_DIM, K=_RED)
