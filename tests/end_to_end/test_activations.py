@@ -97,3 +97,23 @@ def test_a_bf16_literal_is_the_bf16_value_on_the_device(rng):
     x = rng.standard_normal(N).astype(ml_dtypes.bfloat16)
     got = run(tc.create_schedule(O), [x])
     np.testing.assert_array_equal(got.astype(np.float32), tc.evaluate(O, {X: x}).astype(np.float32))
+
+
+@pytest.mark.parametrize("activation", [
+    lambda c: 0.5 * c * (1.0 + tc.erf(c * 0.7071067811865476)),
+    lambda c: tc.where(c > 0.0, c, 0.01 * c),
+    lambda c: c * tc.rsqrt(c * c + 1.0),
+])
+def test_an_activation_of_a_partial_sum_is_refused(activation):
+    """tc.check holds the new functions and tc.where to the rule every function obeys: a
+    consumer placed inside the reduction's k loop reads a partial sum."""
+    A = tc.placeholder((8, 8), "float32", name="A")
+    W = tc.placeholder((8, 8), "float32", name="W")
+    k = tc.reduce_axis(8, name="k")
+    C = tc.compute((8, 8), lambda i, j: tc.sum(A[i, k] * W[k, j], axis=k), name="C")
+    Y = tc.compute((8, 8), lambda i, j: activation(C[i, j]), name="Y")
+    s = tc.create_schedule(Y)
+    s[Y].reverse_compute_at(s[C], s[C].reduce_axis[0])
+    with pytest.raises(tc.IllegalScheduleError, match=r"reverse_compute_at\(s\['C'\], k\).* is illegal: Y reads C "
+                                                      r"before C has finished computing it"):
+        tc.check(s)
