@@ -20,31 +20,6 @@ def _exp(x):
 
 
 @cuda.jit(device=True, inline="always")
-def _sqrt(x):
-    return math.sqrt(x)  # sqrt.rn.f32: correctly rounded
-
-
-@cuda.jit(device=True, inline="always")
-def _rsqrt(x):
-    return libdevice.rsqrtf(x)
-
-
-@cuda.jit(device=True, inline="always")
-def _tanh(x):
-    return math.tanh(x)
-
-
-@cuda.jit(device=True, inline="always")
-def _erf(x):
-    return math.erf(x)
-
-
-@cuda.jit(device=True, inline="always")
-def _log(x):
-    return math.log(x)
-
-
-@cuda.jit(device=True, inline="always")
 def _to_int32(x):
     return int32(x)  # cvt.rzi.s32.f32: saturating, NaN -> 0
 
@@ -69,6 +44,17 @@ def _divide_round_clamp_int8(x, c, r, lo, hi):
     q0 = min(max(x * r, float32(-8388608.0)), float32(8388608.0))
     return _round_clamp_int8(libdevice.fmaf(libdevice.fmaf(-q0, c, x), r, q0), lo, hi)
 '''
+
+#: the GPU's float32 math functions behind scalar functions of tcomp.ir.functions: helper name ->
+#: the call (Numba's math.sqrt is sqrt.rn.f32, correctly rounded; the others are libdevice's)
+GPU_MATH = {"_sqrt": "math.sqrt(x)", "_rsqrt": "libdevice.rsqrtf(x)", "_tanh": "math.tanh(x)",
+            "_erf": "math.erf(x)", "_log": "math.log(x)"}
+PRELUDE_GPU += "".join(f'''
+
+@cuda.jit(device=True, inline="always")
+def {name}(x):
+    return {call}
+''' for name, call in GPU_MATH.items())
 
 PRELUDE_SIM = '''\
 import math
