@@ -117,3 +117,14 @@ def test_an_activation_of_a_partial_sum_is_refused(activation):
     with pytest.raises(tc.IllegalScheduleError, match=r"reverse_compute_at\(s\['C'\], k\).* is illegal: Y reads C "
                                                       r"before C has finished computing it"):
         tc.check(s)
+
+
+def test_a_causal_mask_compares_the_axes(rng):
+    """tc.where on a comparison of the compute's own axes (an attention mask): the device
+    keeps X on and below the diagonal and the fill above it."""
+    X = tc.placeholder((6, 6), "float32", name="X")
+    O = tc.compute((6, 6), lambda i, j: tc.where(j <= i, X[i, j], -1e30), name="O")
+    x = rng.standard_normal((6, 6)).astype(np.float32)
+    want = np.where(np.tril(np.ones((6, 6), bool)), x, np.float32(-1e30))
+    np.testing.assert_array_equal(tc.evaluate(O, {X: x}), want)
+    np.testing.assert_array_equal(run(tc.create_schedule(O), [x]), want)
