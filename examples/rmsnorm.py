@@ -15,6 +15,7 @@ The schedule is one kernel, with a block per row:
 """
 
 import tcomp as tc
+from tcomp.search.tiling import rows_in_blocks
 
 EPS = 1e-6
 
@@ -31,27 +32,8 @@ def algorithm(M=1024, N=4096):
 
 
 def schedule(s, out, threads=256, vector=8):
-    """A block of ``threads`` per row. The row is staged in shared memory (``vector``
-    elements per copy). The sum of squares is cut into ``threads`` interleaved slices
-    (``s.rfactor``) in shared memory, and each thread adds the slices. The output is
-    written ``vector`` elements per thread and store. ``threads`` must divide the row's
-    length, and ``vector`` too."""
-    row_cache = s.cache_read("X", "shared", ["SS", out.name])
-    i, j = s[out].axis
-    s[out].bind(i, "blockIdx.x")
-    j, lanes = s[out].split(j, vector)
-    steps, thread = s[out].split(j, threads)
-    s[out].reorder(thread, steps, lanes)
-    s[out].bind(thread, "threadIdx.x")
-    s[out].vectorize(lanes)
-    slices = s.rfactor("SS", threads, interleaved=True)
-    s["SS"].compute_at(s[out], i)
-    s[slices].set_scope("shared")
-    s[slices].compute_at(s[out], i)
-    s[slices].bind(s[slices].axis[0], "threadIdx.x")
-    s[row_cache].compute_at(s[out], i)
-    _, columns = s[row_cache].axis
-    columns, copy_lanes = s[row_cache].split(columns, vector)
-    s[row_cache].vectorize(copy_lanes)
-    _, copier = s[row_cache].split(columns, threads)
-    s[row_cache].bind(copier, "threadIdx.x")
+    """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
+    shared memory, its sum of squares in ``threads`` interleaved slices, the normalized
+    row written ``vector`` elements per thread and store. ``threads`` and ``vector`` must
+    divide the row's length."""
+    rows_in_blocks(s, out, "X", readers=["SS", out.name], statistics=["SS"], threads=threads, vector=vector)

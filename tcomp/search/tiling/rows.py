@@ -1,11 +1,53 @@
 """Row reductions that are not matrix products (a row's max for a per-row quantization
 scale): a block per row, its threads on interleaved slices of the row, the slices
-combined through shared memory."""
+combined through shared memory. :func:`rows_in_blocks` goes further: a row's statistics
+and their consumers in one kernel (softmax, RMSNorm, LayerNorm)."""
 
 from __future__ import annotations
 
 from .base import Rule
 from .products import product_stage
+
+
+def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 256,
+                   vector: int = 8) -> None:
+    """``out`` (rows x N) in one kernel, a block of ``threads`` per row:
+
+    1. The row of ``source`` (the tensor the row operator reads) is copied once into
+       shared memory, ``vector`` elements per thread and copy, for the stages ``readers``
+       that read it.
+    2. Then ``inline`` stages are inlined into their consumers (an elementwise stage
+       between statistics, softmax's ``exp(x - max)``).
+    3. Each of ``statistics`` (reductions along the row, in the order they depend on each
+       other: softmax's max, then its sum) is cut into ``threads`` interleaved slices in
+       shared memory (``s.rfactor``). After a barrier, every thread adds the slices into
+       its own register in the same fixed order.
+    4. ``out``'s elements are written ``vector`` per thread and store.
+
+    ``threads`` must divide the row's length. ``tc.check`` holds that no statistic is
+    read before its last slice is added."""
+    row_cache = s.cache_read(source, "shared", list(readers))
+    for name in inline:
+        s[name].compute_inline()
+    row, j = s[out].axis
+    s[out].bind(row, "blockIdx.x")
+    j, lanes = s[out].split(j, vector)
+    steps, thread = s[out].split(j, threads)
+    s[out].reorder(thread, steps, lanes)
+    s[out].bind(thread, "threadIdx.x")
+    s[out].vectorize(lanes)
+    for name in statistics:
+        slices = s.rfactor(name, threads, interleaved=True)
+        s[name].compute_at(s[out], row)
+        s[slices].set_scope("shared")
+        s[slices].compute_at(s[out], row)
+        s[slices].bind(s[slices].axis[0], "threadIdx.x")
+    s[row_cache].compute_at(s[out], row)
+    _, columns = s[row_cache].axis
+    columns, copy_lanes = s[row_cache].split(columns, vector)
+    s[row_cache].vectorize(copy_lanes)
+    _, copier = s[row_cache].split(columns, threads)
+    s[row_cache].bind(copier, "threadIdx.x")
 
 
 class RowReduction(Rule):
@@ -41,4 +83,4 @@ class RowReduction(Rule):
         s[partial].bind(s[partial].axis[0], "threadIdx.x")
 
 
-__all__ = ["RowReduction"]
+__all__ = ["RowReduction", "rows_in_blocks"]

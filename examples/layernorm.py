@@ -1,0 +1,43 @@
+"""LayerNorm of an LLM layer in bfloat16 (1024 rows of 4096, with gamma and beta):
+Y = bf16((X - mean) * rsqrt(var + eps) * gamma + beta). The mean and the variance are per
+row, in float32, and the variance is taken around the mean (two passes over the row, not
+E[x^2] - E[x]^2).
+
+The hand schedule is one kernel, with a block per row (``rows_in_blocks``):
+1. The row is copied once into shared memory.
+2. The mean is taken over 256 interleaved slices.
+3. The variance is taken the same way, once the mean is complete.
+4. The normalized row is written 8 elements per thread and store.
+
+    tcomp check examples/layernorm.py
+    tcomp bench examples/layernorm.py          # on a GPU
+"""
+
+import tcomp as tc
+from tcomp.search.tiling import rows_in_blocks
+
+EPS = 1e-5
+
+
+def algorithm(M=1024, N=4096):
+    """Y = bf16((X - mean) * rsqrt(var + 1e-5) * gamma + beta), X, gamma, beta in bfloat16."""
+    X = tc.placeholder((M, N), "bfloat16", name="X")
+    gamma = tc.placeholder((N,), "bfloat16", name="gamma")
+    beta = tc.placeholder((N,), "bfloat16", name="beta")
+    k = tc.reduce_axis(N, name="k")
+    Sx = tc.compute((M,), lambda i: tc.sum(tc.cast(X[i, k], "float32"), axis=k), name="Sx")
+    D = tc.compute((M, N), lambda i, j: tc.cast(X[i, j], "float32") - Sx[i] / float(N), name="D")
+    k2 = tc.reduce_axis(N, name="k2")
+    Sd = tc.compute((M,), lambda i: tc.sum(D[i, k2] * D[i, k2], axis=k2), name="Sd")
+    return tc.compute((M, N), lambda i, j: tc.cast(D[i, j] * tc.rsqrt(Sd[i] / float(N) + EPS)
+                                                   * tc.cast(gamma[j], "float32") + tc.cast(beta[j], "float32"),
+                                                   "bfloat16"), name="Y")
+
+
+def schedule(s, out, threads=256, vector=8):
+    """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
+    shared memory; the row's sum, then its sum of squared deviations, in interleaved
+    slices; the deviations inlined. ``threads`` and ``vector`` must divide the row's
+    length."""
+    rows_in_blocks(s, out, "X", readers=["Sx", "D"], statistics=["Sx", "Sd"], inline=("D",), threads=threads,
+                   vector=vector)

@@ -1,0 +1,39 @@
+"""A row softmax in float32 (4096 rows of 4096, the issue's measured case): Y = exp(X -
+max_k X) / sum_k exp(X - max_k X), each row on its own.
+
+As written it is four operators: the max, the exponentials, their sum and the division.
+The hand schedule runs them in one kernel, with a block per row (``rows_in_blocks``):
+1. The row is copied once into shared memory, 16 bytes per thread and copy.
+2. The row's max is taken over 256 interleaved slices.
+3. The sum of the exponentials is taken the same way, computed from the row in shared
+   memory; the exponentials are never written.
+4. The row is written 4 elements per thread and store; each output computes its
+   exponential again.
+
+    tcomp check examples/softmax.py
+    tcomp bench examples/softmax.py          # on a GPU
+"""
+
+import tcomp as tc
+from tcomp.search.tiling import rows_in_blocks
+
+
+def algorithm(M=4096, N=4096):
+    """Y[i, j] = exp(X[i, j] - Mx[i]) / S[i] with Mx the row's max and S the row's sum of
+    the exponentials, all in float32."""
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    Mx = tc.compute((M,), lambda i: tc.max(X[i, k], axis=k), name="Mx")
+    E = tc.compute((M, N), lambda i, j: tc.exp(X[i, j] - Mx[i]), name="E")
+    k2 = tc.reduce_axis(N, name="k2")
+    S = tc.compute((M,), lambda i: tc.sum(E[i, k2], axis=k2), name="S")
+    return tc.compute((M, N), lambda i, j: E[i, j] / S[i], name="Y")
+
+
+def schedule(s, out, threads=256, vector=4):
+    """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
+    shared memory; its max, then its sum of exponentials, in interleaved slices; the
+    exponentials inlined into the sum and the output. ``threads`` and ``vector`` must
+    divide the row's length."""
+    rows_in_blocks(s, out, "X", readers=["Mx", "E"], statistics=["Mx", "S"], inline=("E",), threads=threads,
+                   vector=vector)
