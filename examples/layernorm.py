@@ -5,7 +5,7 @@ E[x^2] - E[x]^2).
 
 The hand schedule is one kernel, with a block per row (``rows_in_blocks``):
 1. The row is copied once into shared memory.
-2. The mean is taken over 256 interleaved slices.
+2. The mean is taken over interleaved slices (64 for a row of 4096).
 3. The variance is taken the same way, once the mean is complete.
 4. The normalized row is written 8 elements per thread and store.
 

@@ -33,7 +33,6 @@ def algorithm(M=1024, N=4096):
 
 def schedule(s, out, threads=256, vector=8):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
-    shared memory, its sum of squares in ``threads`` interleaved slices, the normalized
-    row written ``vector`` elements per thread and store. ``threads`` and ``vector`` must
-    divide the row's length."""
+    shared memory, its sum of squares in interleaved slices (64 at 4096), the normalized
+    row written ``vector`` elements per thread and store."""
     rows_in_blocks(s, out, "X", readers=["SS", out.name], statistics=["SS"], threads=threads, vector=vector)

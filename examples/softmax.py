@@ -4,7 +4,7 @@ max_k X) / sum_k exp(X - max_k X), each row on its own.
 As written it is four operators: the max, the exponentials, their sum and the division.
 The hand schedule runs them in one kernel, with a block per row (``rows_in_blocks``):
 1. The row is copied once into shared memory, 16 bytes per thread and copy.
-2. The row's max is taken over 256 interleaved slices.
+2. The row's max is taken over interleaved slices (64 for a row of 4096).
 3. The sum of the exponentials is taken the same way, computed from the row in shared
    memory; the exponentials are never written.
 4. The row is written 4 elements per thread and store; each output computes its
@@ -33,7 +33,6 @@ def algorithm(M=4096, N=4096):
 def schedule(s, out, threads=256, vector=4):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
     shared memory; its max, then its sum of exponentials, in interleaved slices; the
-    exponentials inlined into the sum and the output. ``threads`` and ``vector`` must
-    divide the row's length."""
+    exponentials inlined into the sum and the output."""
     rows_in_blocks(s, out, "X", readers=["Mx", "E"], statistics=["Mx", "S"], inline=("E",), threads=threads,
                    vector=vector)

@@ -23,10 +23,11 @@ def _inputs(M, N, rng):
     return x, gamma
 
 
-@pytest.mark.parametrize("M, N, threads", [(3, 256, 32), (2, 640, 32)])
+@pytest.mark.parametrize("M, N, threads", [(3, 256, 32), (2, 640, 32), (2, 256, 64)])
 def test_one_kernel_matches_float64(M, N, threads, rng):
     """N = 640 is no multiple of the 256 elements a pass of the block covers: the last
-    pass is guarded. The output is bf16 and lies within one bf16 rounding (2^-8 relative)
+    pass is guarded. At 256 x 64 threads the sum of squares has 16 slices (the divisor
+    nearest the square root of 256), on the first 16 threads. The output is bf16 and lies within one bf16 rounding (2^-8 relative)
     of the float64 RMSNorm, and matches ``tc.evaluate`` bit for bit."""
     Y = rmsnorm.algorithm(M, N)
     s = tc.create_schedule(Y)
@@ -73,3 +74,12 @@ def test_the_kernel_assembles_with_16_byte_accesses():
     report = json_from_a_process_without_the_simulator(["-c", _ASSEMBLE])
     assert report["spills"] == 0 and report["registers"] <= 64
     assert report["wide_loads"] >= 1 and report["wide_stores"] >= 1
+
+
+def test_the_slices_balance_a_slice_against_adding_them():
+    from tcomp.search.tiling.rows import row_slices
+
+    assert row_slices(4096, 256) == 64  # 64 values a slice, then 64 slices added
+    assert row_slices(256, 64) == 16
+    assert row_slices(640, 32) == 32  # 20 and 32 tie (20 + 32 values either way): the larger
+    assert row_slices(7, 256) == 7

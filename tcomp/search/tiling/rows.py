@@ -10,7 +10,7 @@ from .products import product_stage
 
 
 def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 256,
-                   vector: int = 8) -> None:
+                   vector: int = 8, slices: int | None = None) -> None:
     """``out`` (rows x N) in one kernel, a block of ``threads`` per row:
 
     1. The row of ``source`` (the tensor the row operator reads) is copied once into
@@ -19,13 +19,18 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     2. Then ``inline`` stages are inlined into their consumers (an elementwise stage
        between statistics, softmax's ``exp(x - max)``).
     3. Each of ``statistics`` (reductions along the row, in the order they depend on each
-       other: softmax's max, then its sum) is cut into ``threads`` interleaved slices in
-       shared memory (``s.rfactor``). After a barrier, every thread adds the slices into
-       its own register in the same fixed order.
+       other: softmax's max, then its sum) is cut into ``slices`` interleaved slices in
+       shared memory (``s.rfactor``), one per thread of the first ``slices``. After a
+       barrier, every thread adds the slices into its own register in the same fixed
+       order. A thread's path is a slice and then all the slices, so the default is the
+       divisor of the row's length nearest its square root, at most ``threads``
+       (:func:`row_slices`: 64 for 4096).
     4. ``out``'s elements are written ``vector`` per thread and store.
 
-    ``threads`` must divide the row's length. ``tc.check`` holds that no statistic is
-    read before its last slice is added."""
+    A row whose length ``threads * vector`` does not divide ends in a guarded pass.
+    ``tc.check`` holds that no statistic is read before its last slice is added."""
+    if slices is None:
+        slices = row_slices(out.shape[-1], threads)
     row_cache = s.cache_read(source, "shared", list(readers))
     for name in inline:
         s[name].compute_inline()
@@ -37,17 +42,25 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     s[out].bind(thread, "threadIdx.x")
     s[out].vectorize(lanes)
     for name in statistics:
-        slices = s.rfactor(name, threads, interleaved=True)
+        partial = s.rfactor(name, slices, interleaved=True)
         s[name].compute_at(s[out], row)
-        s[slices].set_scope("shared")
-        s[slices].compute_at(s[out], row)
-        s[slices].bind(s[slices].axis[0], "threadIdx.x")
+        s[partial].set_scope("shared")
+        s[partial].compute_at(s[out], row)
+        s[partial].bind(s[partial].axis[0], "threadIdx.x")
     s[row_cache].compute_at(s[out], row)
     _, columns = s[row_cache].axis
     columns, copy_lanes = s[row_cache].split(columns, vector)
     s[row_cache].vectorize(copy_lanes)
     _, copier = s[row_cache].split(columns, threads)
     s[row_cache].bind(copier, "threadIdx.x")
+
+
+def row_slices(length: int, threads: int) -> int:
+    """The slices :func:`rows_in_blocks` cuts a row's statistic into by default: of the
+    divisors of ``length`` up to ``threads``, the one nearest ``sqrt(length)`` (a slice of
+    ``length / slices`` values, then ``slices`` values added by every thread)."""
+    divisors = [d for d in range(1, min(length, threads) + 1) if length % d == 0]
+    return min(divisors, key=lambda d: (length // d + d, -d))
 
 
 class RowReduction(Rule):
