@@ -116,8 +116,8 @@ def stream_sizes(M: int, N: int, K: int) -> dict | None:
     slicing fits."""
     if M <= 8 and N % 32 == 0:
         if M == 1:
-            threads_x = 8 if N // 64 >= SMS else 4
-            sizes = dict(parts=512 // threads_x if threads_x == 8 else 256, threads_x=threads_x, unroll=2)
+            threads_x, parts = (8, 64) if N // 64 >= SMS else (4, 256)
+            sizes = dict(parts=parts, threads_x=threads_x, unroll=2)
         else:
             sizes = dict(parts=64, threads_x=4, unroll=4)
         if K % (sizes["parts"] * sizes["unroll"]) == 0:

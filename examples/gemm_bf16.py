@@ -74,24 +74,30 @@ def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1) -> dict | None:
     On the H200 the wide blocks took 0.229 ms at 4096^3 against 0.275 ms, and the FFN
     projection 0.192 ms against 0.230 ms (``benchmarks/gemm_bf16.py``,
     ``benchmarks/ffn_bf16.py --variant``); at 2048 x 2048 x 8192 (128 blocks for 132 SMs)
-    the search's 128 x 256 blocks took 0.108 ms on the H100 against 0.142 ms for 128 x 128. A K that 64 does not divide is padded with
-    zeros in its last k step (its only one where K < 64). Where 192 x 192 blocks (three
-    warpgroups of ``m64n192k16``) leave an SM less work in all its waves than 128 x 256
-    (333 rows of the FFN: 128 blocks, one wave, against 144 in two), those. None where M or N is under 64."""
+    the search's 128 x 256 blocks took 0.108 ms on the H100 against 0.142 ms for 128 x 128.
+    Where 192 x 192 blocks (three warpgroups of ``m64n192k16``) leave an SM less work in
+    all its waves than 128 x 256 (333 rows of the FFN: 128 blocks, one wave, against 144
+    in two), those. A K that 64 does not divide is padded with zeros in its last k step
+    (its only one where K < 64). None where M or N is under 64."""
     if M < 64 or N < 64:
         return None
     BM, BK = (128 if M >= 128 else 64), 64
     wide_ring = 4 * (BM + stacked * 256) * BK * 2  # bytes of bfloat16 tiles in 4 stages
-    if N >= 256 and wide_ring <= H200.smem_per_block and -(-M // BM) * -(-N // 256) >= 0.9 * H200.sms:
+    if N >= 256 and wide_ring <= H200.smem_per_block and blocks(M, N, BM, 256) >= 0.9 * H200.sms:
         if stacked == 1 and M >= 192 and waves(M, N, 192, 192) * 192 * 192 < waves(M, N, BM, 256) * BM * 256:
             return dict(BM=192, BN=192, BK=BK, stages=4, rows_fastest=N > M)
         return dict(BM=BM, BN=256, BK=BK, stages=4, rows_fastest=N > M)
     return dict(BM=BM, BN=128 if N >= 128 else 64, BK=BK, stages=3, rows_fastest=N > M)
 
 
+def blocks(M: int, N: int, BM: int, BN: int) -> int:
+    """BM x BN blocks that cover an M x N output."""
+    return math.ceil(M / BM) * math.ceil(N / BN)
+
+
 def waves(M: int, N: int, BM: int, BN: int) -> int:
     """Rounds of the SMs (one block each) that BM x BN blocks of an M x N output take."""
-    return -(-(-(-M // BM) * -(-N // BN)) // H200.sms)
+    return math.ceil(blocks(M, N, BM, BN) / H200.sms)
 
 
 def uses_wgmma(M: int, N: int, K: int, overrides: dict) -> bool:

@@ -26,8 +26,8 @@ in the record:
    at the bytes the resident warps keep in flight divided by the latency (docs/hardware.md,
    "Modelling assumptions": ``B_need = bandwidth x latency / SMs`` per SM against ``B_have = warps x
    loads in flight x bytes per load``, the warps of the blocks an SM actually holds: a grid of
-   fewer blocks than the SMs could hold puts ``ceil(blocks / SMs)`` on each). The bytes are the count of ``tcomp.cost.analysis`` less what the
-   L2 serves: blocks start in the order of their linear index (``blockIdx.x`` fastest),
+   fewer blocks than the SMs could hold puts ``ceil(blocks / SMs)`` on each). The bytes are the
+   count of ``tcomp.cost.analysis`` less what the L2 serves: blocks start in the order of their linear index (``blockIdx.x`` fastest),
    ``SMs x blocks per SM`` at a time, and two blocks of one such wave that agree in the
    grid dimensions a tensor's reads depend on read the same tile of it, which reaches
    device memory once per wave. That credit is given only when everything the first

@@ -5,7 +5,9 @@ that have the instructions, within their register file and shared memory."""
 
 from __future__ import annotations
 
+from ...dtypes import itemsize
 from ...errors import ScheduleError
+from ...target import get_target
 from ...target.instructions import WARPGROUP, WGMMA_K, WGMMA_M
 from ...target.storage import SWIZZLE_ALIGNMENT
 from .base import Rule
@@ -112,9 +114,6 @@ def output_staged(out, product, BM: int, BN: int, BK: int, stages: int, target=N
     ``out`` is a stage after the product whose elements are under 4 bytes (a pair of them
     leaves a 32-byte sector partly written) and its padded tile fits beside the rings of
     16-bit operands in ``target``'s (default: ``DEFAULT_TARGET``) shared memory."""
-    from ...dtypes import itemsize
-    from ...target import get_target
-
     size = itemsize(out.dtype)
     if out.name == product or size >= 4:
         return False
@@ -135,8 +134,6 @@ def _copy_out(s, out, writer, block_axis, rows, cols, BM: int) -> None:
     """``writer`` (the epilogue into a shared tile) computed at ``out``'s ``block_axis``,
     and ``out``'s rows x cols of the block copied from it by all the block's threads,
     16 bytes a thread and store, consecutive threads along a row."""
-    from ...dtypes import itemsize
-
     s[writer].compute_at(s[out], block_axis)
     *_, columns = s[writer].axis
     s[writer].storage_pad(columns, OUTPUT_ROW_PAD // itemsize(writer.dtype))
