@@ -21,6 +21,9 @@ EPILOGUE = "fused"
 #: an elementwise operand of a matrix product computed where the product fills its
 #: shared-memory tile of that operand
 STAGED = "staged"
+#: a row statistic, or an elementwise stage between statistics, computed in the kernel of
+#: the row operator's output, a block per row (``tcomp.search.fusion.row``)
+ROW = "row"
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,15 @@ class Group:
         return self.members_by(STAGED)
 
     @property
+    def row_members(self) -> tuple:
+        """A row operator's statistics and the elementwise stages between them (:data:`ROW`)."""
+        return self.members_by(ROW)
+
+    @property
     def reductions(self) -> tuple:
         """The reductions the kernel computes: the fused ones, then the anchor if it is one."""
         anchor = self.stages[self.anchor]
         return self.fused + ((self.anchor,) if anchor.reduction else ())
 
 
-__all__ = ["EPILOGUE", "Group", "INLINE", "ROOT", "STAGED"]
+__all__ = ["EPILOGUE", "Group", "INLINE", "ROOT", "ROW", "STAGED"]

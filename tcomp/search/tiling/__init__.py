@@ -11,9 +11,10 @@ The built-in ones, one family a module, in the order the space tries them:
   its weights streamed once into registers, k in slices added in a fixed order;
 - :class:`MmaTiling` (:mod:`.mma_sync`): a 16-bit product on ``mma.sync`` tensor cores;
 - :class:`WgmmaTiling` (:mod:`.wgmma`): a 16-bit product on Hopper's warpgroup instructions;
-- :class:`RowReduction` (:mod:`.rows`): a row reduction that is not a product
-  (``rows_in_blocks``, a helper for hand schedules: a row's statistics and their
-  consumers in one kernel);
+- :class:`RowKernel` (:mod:`.rows`): a row operator (softmax, RMSNorm) in one kernel, a
+  block per row: its statistics and their consumers (``rows_in_blocks``, also a helper
+  for hand schedules);
+- :class:`RowReduction` (:mod:`.rows`): a row reduction that is not a product;
 - :class:`FlatTiling` (:mod:`.flat`): any other kernel, flattened over blocks and threads.
 
 Shared pieces: :mod:`.products` (finding the product and its operands), :mod:`.fills`
@@ -29,7 +30,7 @@ from .block import BlockTiling
 from .flat import FlatTiling
 from .mma_sync import MMA_PAD, MmaTiling, mma_warp_tiles
 from .products import matrix_product_operands
-from .rows import RowReduction, rows_in_blocks
+from .rows import RowKernel, RowReduction, rows_in_blocks
 from .skinny import SkinnyProduct, stream_rows
 from .split_k import SplitK
 from .warp import WarpTiling
@@ -41,11 +42,12 @@ SPLIT_K = register_rule(SplitK())
 SKINNY_PRODUCT = register_rule(SkinnyProduct())
 MMA_TILING = register_rule(MmaTiling())
 WGMMA_TILING = register_rule(WgmmaTiling())
+ROW_KERNEL = register_rule(RowKernel())
 ROW_REDUCTION = register_rule(RowReduction())
 FLAT_TILING = register_rule(FlatTiling())
 
 __all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_K", "MMA_M", "MMA_N", "MMA_PAD",
-           "MMA_TILING", "MmaTiling", "ROW_REDUCTION", "Rule", "RowReduction", "SKINNY_PRODUCT", "SPLIT_K",
+           "MMA_TILING", "MmaTiling", "ROW_KERNEL", "ROW_REDUCTION", "Rule", "RowKernel", "RowReduction", "SKINNY_PRODUCT", "SPLIT_K",
            "SkinnyProduct", "SplitK", "TilingRule",
            "WARP_TILING", "WGMMA_TILING", "WarpTiling", "WgmmaTiling", "matrix_product_operands", "mma_warp_tiles",
            "register_rule", "registered_rules", "rows_in_blocks", "stream_rows", "unregister_rule",

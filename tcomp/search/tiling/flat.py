@@ -15,7 +15,7 @@ class FlatTiling(Rule):
     name = "flat_tiling"
 
     def applies(self, group, space):
-        return not group.fused and product_stage(group) is None
+        return not group.fused and not group.row_members and product_stage(group) is None
 
     def choices(self, group, space):
         return {"threads": [64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8]}

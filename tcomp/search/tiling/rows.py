@@ -5,6 +5,9 @@ and their consumers in one kernel (softmax, RMSNorm, LayerNorm)."""
 
 from __future__ import annotations
 
+from ...dtypes import itemsize
+from ..fusion.row import row_shape
+from ..kernels import INLINE, ROW
 from .base import Rule
 from .products import product_stage
 
@@ -20,15 +23,18 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
        between statistics, softmax's ``exp(x - max)``).
     3. Each of ``statistics`` (reductions along the row, in the order they depend on each
        other: softmax's max, then its sum) is cut into ``slices`` interleaved slices in
-       shared memory (``s.rfactor``), one per thread of the first ``slices``. After a
-       barrier, every thread adds the slices into its own register in the same fixed
-       order. A thread's path is a slice and then all the slices, so the default is the
+       shared memory (``s.rfactor``), one per thread of the first ``slices``, each
+       accumulated in a register and stored once (``s.cache_write``). After a barrier,
+       every thread adds the slices into its own register in the same fixed order. A
+       thread's path is a slice and then all the slices, so the default is the
        divisor of the row's length nearest its square root, at most ``threads``
        (:func:`row_slices`: 64 for 4096).
     4. ``out``'s elements are written ``vector`` per thread and store.
 
     A row whose length ``threads * vector`` does not divide ends in a guarded pass.
     ``tc.check`` holds that no statistic is read before its last slice is added."""
+    if isinstance(out, str):
+        out = s[out].tensor
     if slices is None:
         slices = row_slices(out.shape[-1], threads)
     row_cache = s.cache_read(source, "shared", list(readers))
@@ -45,8 +51,10 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         partial = s.rfactor(name, slices, interleaved=True)
         s[name].compute_at(s[out], row)
         s[partial].set_scope("shared")
+        accumulator = s.cache_write(partial, "local")
         s[partial].compute_at(s[out], row)
         s[partial].bind(s[partial].axis[0], "threadIdx.x")
+        s[accumulator].compute_at(s[partial], s[partial].axis[0])
     s[row_cache].compute_at(s[out], row)
     _, columns = s[row_cache].axis
     columns, copy_lanes = s[row_cache].split(columns, vector)
@@ -61,6 +69,58 @@ def row_slices(length: int, threads: int) -> int:
     ``length / slices`` values, then ``slices`` values added by every thread)."""
     divisors = [d for d in range(1, min(length, threads) + 1) if length % d == 0]
     return min(divisors, key=lambda d: (length // d + d, -d))
+
+
+class RowKernel(Rule):
+    """A row operator in one kernel (:func:`rows_in_blocks`): a group whose anchor writes
+    ``rows x N`` and whose members are the row's statistics and the elementwise stages
+    between them (the ``"row"`` fusion rule) or inlined stages, all reading one ``rows x
+    N`` tensor (the row staged in shared memory). Its parameters are the threads of a
+    block and the elements of one vector access."""
+
+    name = "row_kernel"
+
+    def applies(self, group, space):
+        anchor = space.stages[group.anchor]
+        if anchor.reduction or row_shape(anchor) is None:
+            return False
+        if any(how not in (ROW, INLINE) for _, how in group.members):
+            return False
+        if not any(space.stages[name].reduction for name in group.row_members):
+            return False
+        return len(row_sources(group)) == 1
+
+    def choices(self, group, space):
+        return {"threads": [32, 64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8, 16]}
+
+    def valid(self, group, space, p):
+        rows, length = row_shape(space.stages[group.anchor])
+        (source,) = row_sources(group)
+        widest = max(itemsize(source.dtype), itemsize(space.stages[group.anchor].op.output.dtype))
+        if p["vector"] * widest > 16 or length % p["vector"] or p["threads"] * p["vector"] > length:
+            return False
+        statistics = [n for n in group.row_members if space.stages[n].reduction]
+        shared = length * itemsize(source.dtype) + 4 * row_slices(length, p["threads"]) * len(statistics)
+        return p["threads"] <= space.target.max_threads_per_block and shared <= space.target.smem_per_block
+
+    def apply(self, s, group, p):
+        (source,) = row_sources(group)
+        readers = [name for name in group.names if source.name in group.stages[name].reads]
+        row_stages = [name for name in group.row_members if not group.stages[name].reduction]
+        statistics = [name for name in group.row_members if group.stages[name].reduction]
+        rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics,
+                       inline=tuple(row_stages), threads=p["threads"], vector=p["vector"])
+
+
+def row_sources(group) -> list:
+    """The ``rows x N`` tensors that ``group``'s stages read from outside the kernel."""
+    shape = row_shape(group.stages[group.anchor])
+    found = {}
+    for name in group.names:
+        for t in group.stages[name].op.input_tensors():
+            if t.name not in group.names and tuple(t.shape) == shape:
+                found.setdefault(t.name, t)
+    return list(found.values())
 
 
 class RowReduction(Rule):
@@ -96,4 +156,4 @@ class RowReduction(Rule):
         s[partial].bind(s[partial].axis[0], "threadIdx.x")
 
 
-__all__ = ["RowReduction", "rows_in_blocks"]
+__all__ = ["RowKernel", "RowReduction", "row_slices", "row_sources", "rows_in_blocks"]

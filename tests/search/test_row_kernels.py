@@ -1,0 +1,97 @@
+"""The search's row operators (issue 32): the ``"row"`` fusion rule puts a row's
+statistics and the elementwise stages between them into the kernel of the output, and
+the ``row_kernel`` tiling rule runs that kernel with a block per row."""
+
+import random
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+
+import tcomp as tc
+from tcomp.search.kernels import ROOT, ROW
+from tcomp.search.space import Space
+from workloads import run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import layernorm  # noqa: E402
+import rmsnorm  # noqa: E402
+import softmax  # noqa: E402
+
+
+def _one_kernel_fusion(space):
+    (fusion,) = [f for f in space.tileable_fusions() if len(space.groups(f)) == 1]
+    return fusion
+
+
+def test_softmax_has_the_one_kernel_partition_and_only_the_row_rule_tiles_it():
+    """Softmax's four operators: the max, the exponentials (read by the sum and the
+    division, so never inlined) and the sum all join the division's kernel under "row"."""
+    space = Space(softmax.algorithm(64, 256))
+    assert space.options == {"Mx": ("fused", ROW, ROOT), "E": (ROW, ROOT), "S": ("fused", ROW, ROOT)}
+    fusion = _one_kernel_fusion(space)
+    assert dict(fusion) == {"Mx": ROW, "E": ROW, "S": ROW}
+    (group,) = space.groups(fusion)
+    assert [r.name for r in space.rules_for(group)] == ["row_kernel"]
+    assert frozenset(["Mx", "E", "S", "Y"]) in space.partitions()[0]
+
+
+def test_a_row_stage_whose_reader_is_in_another_kernel_is_refused():
+    """E under "row" joins Y's kernel; with S at root, S (a reader of E) would read an
+    E that no kernel wrote: that choice is not in the space."""
+    space = Space(softmax.algorithm(64, 256))
+    refused = (("Mx", ROW), ("E", ROW), ("S", ROOT))
+    assert refused in space.fusions()
+    assert refused not in space.tileable_fusions()
+
+
+def test_the_row_kernel_refuses_a_row_that_does_not_fit_in_shared_memory():
+    """A float32 row of 65536 elements is 256 KB, more than a block's shared memory."""
+    space = Space(softmax.algorithm(4, 65536))
+    (group,) = space.groups((("Mx", ROW), ("E", ROW), ("S", ROW)))
+    assert all(r.name != "row_kernel" for r in space.rules_for(group))
+
+
+def test_every_drawn_row_kernel_of_softmax_matches_float64(rng):
+    """Points drawn in the one-kernel partition: one kernel each, legal, and the same
+    result as float64 in the simulator (outputs poisoned first)."""
+    M, N = 3, 256
+    Y = softmax.algorithm(M, N)
+    space = Space(Y)
+    fusion = _one_kernel_fusion(space)
+    x = (rng.standard_normal((M, N)) * 4.0).astype(np.float32)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    draws = random.Random(0)
+    seen = set()
+    for _ in range(3):
+        point = space.sample(draws, fusion)
+        seen.add(point.tilings)
+        s = space.schedule(point)
+        assert len(tc.lower(s).kernels) == 1
+        assert tc.check(s).legal
+        np.testing.assert_allclose(run(s, [x]), want, rtol=1e-5, atol=1e-7)
+    assert len(seen) > 1
+
+
+def test_layernorm_and_rmsnorm_row_kernels_match_tc_evaluate(rng):
+    for example, inputs in ((layernorm, 3), (rmsnorm, 2)):
+        Y = example.algorithm(2, 256)
+        space = Space(Y)
+        point = space.sample(random.Random(1), _one_kernel_fusion(space))
+        s = space.schedule(point)
+        assert len(tc.lower(s).kernels) == 1
+        x = (rng.standard_normal((2, 256)) * 3.0 + 5.0).astype(ml_dtypes.bfloat16)
+        vectors = [rng.uniform(0.5, 1.5, 256).astype(ml_dtypes.bfloat16) for _ in range(inputs - 1)]
+        feeds = dict(zip(tc.inputs(Y), [x, *vectors]))
+        np.testing.assert_array_equal(run(s, [x, *vectors]).astype(np.float64),
+                                      tc.evaluate(Y, feeds).astype(np.float64))
+
+
+def test_the_model_only_search_picks_one_kernel_for_a_softmax(tmp_path):
+    """The cost model ranks the row kernel above the partitions that write the
+    exponentials to device memory and read them back."""
+    result = tc.autoschedule(softmax.algorithm(16, 512), trials=8, model_only=True, db=tmp_path / "db.jsonl")
+    assert result.description.startswith("Y: row_kernel")
+    assert len(tc.lower(result.schedule).kernels) == 1
