@@ -12,7 +12,10 @@ row), gemm4096 (the bf16 matmul
 of examples/gemm_bf16.py), gemm4000x1000 (the same at 4000 x 4000 x 1000: K a
 multiple of no k step, M and N of no block), gemm2048x8192 (2048 x 2048 x 8192: 128 output tiles
 for 132 SMs), linear4096 (examples/linear_bf16.py: A @ W.T, W stored [N, K], 4096^3),
-batched8x1024 (examples/batched_gemm_bf16.py: 8 products of 1024^3). Writes
+batched8x1024 (examples/batched_gemm_bf16.py: 8 products of 1024^3), the row operators
+softmax4096, softmax4096x32768 (examples/softmax.py, float32), rmsnorm7239, rmsnorm1
+(examples/rmsnorm.py, bf16: the chapter's prefill and one decode row) and layernorm1024
+(examples/layernorm.py), against PyTorch eager, torch.compile and a device copy. Writes
 OUT/autoschedule_CASE.json (every record, the comparison) and OUT/schedules/NAME.py.
 """
 
@@ -50,7 +53,15 @@ CASES = {
     "linear4096": ("linear_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "linear_bf16_4096"),
     "batched8x1024": ("batched_gemm_bf16.py", dict(B=8, M=1024, N=1024, K=1024), ["schedule", "mma_sync"],
                       "batched_gemm_bf16_8x1024"),
+    "softmax4096": ("softmax.py", dict(M=4096, N=4096), ["schedule"], "softmax_4096"),
+    "softmax4096x32768": ("softmax.py", dict(M=4096, N=32768), ["schedule"], "softmax_4096x32768"),
+    "rmsnorm7239": ("rmsnorm.py", dict(M=7239, N=4096), ["schedule"], "rmsnorm_7239x4096"),
+    "rmsnorm1": ("rmsnorm.py", dict(M=1, N=4096), ["schedule"], "rmsnorm_1x4096"),
+    "layernorm1024": ("layernorm.py", dict(M=1024, N=4096), ["schedule"], "layernorm_1024x4096"),
 }
+
+#: the row operators' cases: their baselines come from benchmarks/row_operators.py
+ROW_OPERATORS = ("softmax", "rmsnorm", "layernorm")
 
 TRITON_CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): common fp32 choices
     (128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 4)]
@@ -166,6 +177,15 @@ def _baselines(case, bench, ref_path):
             y = torch.nn.functional.silu(torch.matmul(a, w))
             return torch.clamp(torch.round(y.float() / 0.05), -128, 127).to(torch.int8)
         out["PyTorch eager bf16"] = _time_torch(eager)
+    elif case.startswith(ROW_OPERATORS):
+        from row_operators import copy_floor, torch_functions
+
+        eager = torch_functions(next(n for n in ROW_OPERATORS if case.startswith(n)), torch)[0]
+        out["PyTorch eager"] = _time_torch(lambda: eager(*inputs))
+        compiled = torch.compile(eager)
+        compiled(*inputs)
+        out["torch.compile"] = _time_torch(lambda: compiled(*inputs))
+        out["device copy of the same bytes (floor)"] = copy_floor(inputs, inputs[0], torch)
     else:
         x, g = inputs
 

@@ -1,21 +1,23 @@
-"""Row operators in one kernel (issue 32). Each example's hand schedule, which is
-``rows_in_blocks``: a block per row, the row staged in shared memory, its statistics in
-interleaved slices. The examples are
+"""Row operators in one kernel (issue 32): each example's hand schedule, which is
+``rows_in_blocks`` (a block per row, the row staged in shared memory, its statistics in
+interleaved slices), at its default parameters and at a few others. Cases:
 
-- RMSNorm (examples/rmsnorm.py, bf16, 1024 x 4096, gamma);
-- the row softmax (examples/softmax.py, float32, 4096 x 4096);
-- LayerNorm (examples/layernorm.py, bf16, 1024 x 4096, gamma and beta).
+- rmsnorm (examples/rmsnorm.py, bf16 with gamma): 1024 x 4096, 7239 x 4096 (the
+  chapter's prefill) and 1 x 4096 (one decode row);
+- softmax (examples/softmax.py, float32): 4096 x 4096 and 4096 x 32768;
+- layernorm (examples/layernorm.py, bf16 with gamma and beta): 1024 x 4096.
 
 Each is measured against PyTorch eager, torch.compile and the device copy of its bytes,
 in one run:
 
-    python benchmarks/row_operators.py [--cases rmsnorm,softmax,layernorm] [--no-compile]
+    python benchmarks/row_operators.py [--cases rmsnorm1024,softmax4096,...] [--no-compile] [--quick]
 
-"of copy" is the floor over the time. The floor is the operator's bytes (its input read
-once, its output written once) at the device-copy bandwidth, and the device-copy
-bandwidth is half the time of ``X.clone()``. Outputs are poisoned first, then compared
-with a float64 reference; the bf16 outputs must lie within one bf16 rounding of it.
-Timing: batched CUDA events (``timing.time_cuda_batched``).
+"of copy" is the floor over the time: the operator's bytes (its inputs read once, its
+output written once) at the bandwidth of ``Y.copy_(X)`` on the case's input. Times are
+batched CUDA events (``timing.time_cuda_batched``: the kernels' time); "graph" is a CUDA
+graph replay of one call, which is what a decode step sees. Outputs are poisoned first,
+then compared with a float64 reference; bf16 outputs must lie within one bf16 rounding
+of it, float32 ones within 1e-5 relative.
 """
 
 from __future__ import annotations
@@ -30,15 +32,26 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from timing import time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
 
 
-def _cases(torch):
-    """name -> (example module, shape, inputs maker, PyTorch function, float64 reference)."""
+#: case -> (example name, rows, row length)
+CASES = {
+    "rmsnorm1024": ("rmsnorm", 1024, 4096), "rmsnorm7239": ("rmsnorm", 7239, 4096), "rmsnorm1": ("rmsnorm", 1, 4096),
+    "softmax4096": ("softmax", 4096, 4096), "softmax4096x32768": ("softmax", 4096, 32768),
+    "layernorm1024": ("layernorm", 1024, 4096),
+}
+
+#: hand-schedule variants: label -> rows_in_blocks keyword arguments (the defaults first)
+VARIANTS = {
+    "default": {}, "every thread combines": dict(combine="every_thread"),
+    "128 threads": dict(threads=128), "512 threads": dict(threads=512), "1024 threads": dict(threads=1024),
+}
+
+
+def torch_functions(example: str, torch):
+    """(PyTorch eager, float64 reference, inputs maker(rows, length, generator)) of an example."""
     import layernorm
     import rmsnorm
-    import softmax
 
-    gen = torch.Generator(device="cuda").manual_seed(0)
-
-    def bf16(*shape, scale=1.0, shift=0.0):
+    def bf16(gen, *shape, scale=1.0, shift=0.0):
         return (torch.randn(*shape, device="cuda", generator=gen) * scale + shift).to(torch.bfloat16)
 
     def rms(x, g):
@@ -55,58 +68,78 @@ def _cases(torch):
         return torch.nn.functional.layer_norm(x.double(), (x.shape[-1],), g.double(), b.double(), layernorm.EPS)
 
     return {
-        "rmsnorm": (rmsnorm, (1024, 4096), lambda: [bf16(1024, 4096, scale=3.0), bf16(4096, scale=0.2, shift=1.0)],
-                    rms, rms64),
-        "softmax": (softmax, (4096, 4096),
-                    lambda: [torch.randn(4096, 4096, device="cuda", generator=gen) * 4.0],
-                    lambda x: torch.softmax(x, -1), lambda x: torch.softmax(x.double(), -1)),
-        "layernorm": (layernorm, (1024, 4096),
-                      lambda: [bf16(1024, 4096, scale=3.0, shift=20.0), bf16(4096, scale=0.2, shift=1.0),
-                               bf16(4096)],
-                      ln, ln64),
-    }
+        "rmsnorm": (rms, rms64, lambda M, N, gen: [bf16(gen, M, N, scale=3.0), bf16(gen, N, scale=0.2, shift=1.0)]),
+        "softmax": (lambda x: torch.softmax(x, -1), lambda x: torch.softmax(x.double(), -1),
+                    lambda M, N, gen: [torch.randn(M, N, device="cuda", generator=gen) * 4.0]),
+        "layernorm": (ln, ln64, lambda M, N, gen: [bf16(gen, M, N, scale=3.0, shift=20.0),
+                                                   bf16(gen, N, scale=0.2, shift=1.0), bf16(gen, N)]),
+    }[example]
+
+
+def copy_floor(inputs, output, torch) -> float:
+    """Seconds to move the inputs' and the output's bytes at the bandwidth of a device
+    copy of the first input (into a buffer allocated once)."""
+    from timing import time_cuda_batched
+
+    x = inputs[0]
+    y = torch.empty_like(x)
+    t_copy = time_cuda_batched(lambda: y.copy_(x))
+    nbytes = sum(t.numel() * t.element_size() for t in inputs) + output.numel() * output.element_size()
+    return t_copy * nbytes / (2 * x.numel() * x.element_size())
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", default="rmsnorm,softmax,layernorm", help="comma-separated")
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
+    parser.add_argument("--quick", action="store_true", help="the example's schedule only, no variants")
     args = parser.parse_args(argv)
+
+    import importlib
 
     import torch
 
     import tcomp as tc
 
-    cases = _cases(torch)
     wrong = 0
-    for name in args.cases.split(","):
-        example, (M, N), make, eager, reference = cases[name]
-        inputs = make()
-        out = example.algorithm(M, N)
-        s = tc.create_schedule(out)
-        example.schedule(s, out)
-        mod = tc.build(s)
-        y = torch.full((M, N), float("nan"), dtype=inputs[0].dtype, device="cuda")
-        mod(*inputs, y)
-        torch.cuda.synchronize()
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for case in args.cases.split(","):
+        name, M, N = CASES[case]
+        example = importlib.import_module(name)
+        eager, reference, make = torch_functions(name, torch)
+        inputs = make(M, N, gen)
         want = reference(*inputs)
-        bound = 2.0 ** -8 * want.abs() + 1e-6 if y.dtype == torch.bfloat16 else 1e-5 * want.abs() + 1e-7
-        bad = int(((y.double() - want).abs() > bound).sum().item()) + int(torch.isnan(y).sum().item())
-        wrong += bad
-        nbytes = sum(t.numel() * t.element_size() for t in inputs) + y.numel() * y.element_size()
-        floor = time_cuda_batched(lambda: inputs[0].clone()) / 2 * nbytes / (inputs[0].numel() *
-                                                                          inputs[0].element_size())
-        rows = [("tcomp, one kernel", time_cuda_batched(lambda: mod(*inputs, y))),
-                ("PyTorch eager", time_cuda_batched(lambda: eager(*inputs)))]
+        out = example.algorithm(M, N)
+        y = torch.empty((M, N), dtype=inputs[0].dtype, device="cuda")
+        floor = copy_floor(inputs, y, torch)
+        print(f"== {case}: {M} x {N}, copy floor {floor * 1e6:.1f} us", flush=True)
+        rows = []
+        for label, kwargs in (VARIANTS.items() if not args.quick else [("default", {})]):
+            if kwargs.get("threads", 0) > N // 8:
+                continue
+            s = tc.create_schedule(out)
+            example.schedule(s, out, **kwargs)
+            mod = tc.build(s)
+            y.fill_(float("nan"))
+            mod(*inputs, y)
+            torch.cuda.synchronize()
+            bound = 2.0 ** -8 * want.abs() + 1e-6 if y.dtype == torch.bfloat16 else 1e-5 * want.abs() + 1e-7
+            bad = int(((y.double() - want).abs() > bound).sum().item()) + int(torch.isnan(y).sum().item())
+            wrong += bad
+            rows.append((f"tcomp, {label}" + (f" ({bad} WRONG)" if bad else ""), time_cuda_batched(lambda: mod(*inputs, y)),
+                         time_cuda_batched(mod.graph(*inputs, y).replay)))
+        static = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(static):
+            eager(*inputs)
+        rows.append(("PyTorch eager", time_cuda_batched(lambda: eager(*inputs)), time_cuda_batched(static.replay)))
         if not args.no_compile:
             compiled = torch.compile(eager)
             compiled(*inputs)
-            rows.append(("torch.compile", time_cuda_batched(lambda: compiled(*inputs))))
-        print(f"== {name} {M} x {N}: {nbytes / 1e6:.1f} MB, copy floor {floor * 1e6:.1f} us; "
-              f"{bad} tcomp outputs outside the bound")
-        for label, t in rows:
-            print(f"{label:24s} {t * 1e6:8.1f} us  of copy {floor / t:5.2f}  tcomp / this {rows[0][1] / t:5.2f}",
-                  flush=True)
+            rows.append(("torch.compile", time_cuda_batched(lambda: compiled(*inputs)), None))
+        print(f"{'':32s} {'batched':>9s} {'of copy':>8s} {'graph':>9s} {'tcomp default / this':>21s}")
+        for label, t, t_graph in rows:
+            graph = f"{t_graph * 1e6:7.1f}us" if t_graph else " " * 9
+            print(f"{label:32s} {t * 1e6:7.1f}us {floor / t:8.2f} {graph} {rows[0][1] / t:21.2f}", flush=True)
     return 0 if wrong == 0 else 1
 
 

@@ -6,6 +6,7 @@ and their consumers in one kernel (softmax, RMSNorm, LayerNorm)."""
 from __future__ import annotations
 
 from ...dtypes import itemsize
+from ...errors import TcompError
 from ..fusion.row import row_shape
 from ..kernels import INLINE, ROW
 from .base import Rule
@@ -13,7 +14,7 @@ from .products import product_stage
 
 
 def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 256,
-                   vector: int = 8, slices: int | None = None) -> None:
+                   vector: int = 8, slices: int | None = None, combine: str = "one_thread") -> None:
     """``out`` (rows x N) in one kernel, a block of ``threads`` per row:
 
     1. The row of ``source`` (the tensor the row operator reads) is copied once into
@@ -25,14 +26,19 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
        other: softmax's max, then its sum) is cut into ``slices`` interleaved slices in
        shared memory (``s.rfactor``), one per thread of the first ``slices``, each
        accumulated in a register and stored once (``s.cache_write``). After a barrier,
-       every thread adds the slices into its own register in the same fixed order. A
-       thread's path is a slice and then all the slices, so the default is the
-       divisor of the row's length nearest its square root, at most ``threads``
-       (:func:`row_slices`: 64 for 4096).
+       the slices are added in a fixed order: with ``combine="one_thread"`` by the first
+       thread, in a register, the total stored in shared memory for the others to read
+       after another barrier; with ``combine="every_thread"`` by every thread into its own
+       register (no second barrier, but ``threads`` times the additions). A statistic's
+       path is a slice and then all the slices, so the default is the divisor of the
+       row's length nearest its square root, at most ``threads`` (:func:`row_slices`: 64
+       for 4096).
     4. ``out``'s elements are written ``vector`` per thread and store.
 
     A row whose length ``threads * vector`` does not divide ends in a guarded pass.
     ``tc.check`` holds that no statistic is read before its last slice is added."""
+    if combine not in COMBINES:
+        raise TcompError(f"rows_in_blocks: combine must be one of {', '.join(map(repr, COMBINES))}, got {combine!r}")
     if isinstance(out, str):
         out = s[out].tensor
     if slices is None:
@@ -49,7 +55,13 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     s[out].vectorize(lanes)
     for name in statistics:
         partial = s.rfactor(name, slices, interleaved=True)
+        if combine == "one_thread":
+            total = s.cache_write(name, "local")
+            s[name].set_scope("shared")
         s[name].compute_at(s[out], row)
+        if combine == "one_thread":
+            s[name].bind(s[name].axis[0], "threadIdx.x")
+            s[total].compute_at(s[name], s[name].axis[0])
         s[partial].set_scope("shared")
         accumulator = s.cache_write(partial, "local")
         s[partial].compute_at(s[out], row)
@@ -61,6 +73,10 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     s[row_cache].vectorize(copy_lanes)
     _, copier = s[row_cache].split(columns, threads)
     s[row_cache].bind(copier, "threadIdx.x")
+
+
+#: how :func:`rows_in_blocks` adds a statistic's slices
+COMBINES = ("one_thread", "every_thread")
 
 
 def row_slices(length: int, threads: int) -> int:
