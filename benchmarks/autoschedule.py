@@ -15,7 +15,8 @@ for 132 SMs), linear4096 (examples/linear_bf16.py: A @ W.T, W stored [N, K], 409
 batched8x1024 (examples/batched_gemm_bf16.py: 8 products of 1024^3), the row operators
 softmax4096, softmax4096x32768 (examples/softmax.py, float32), rmsnorm7239, rmsnorm1
 (examples/rmsnorm.py, bf16: the chapter's prefill and one decode row) and layernorm1024
-(examples/layernorm.py), against PyTorch eager, torch.compile and a device copy. Writes
+(examples/layernorm.py), and gelu8192 (examples/gelu_chain.py: a bf16 chain with a
+broadcast bias), against PyTorch eager, torch.compile and a device copy. Writes
 OUT/autoschedule_CASE.json (every record, the comparison) and OUT/schedules/NAME.py.
 """
 
@@ -58,10 +59,11 @@ CASES = {
     "rmsnorm7239": ("rmsnorm.py", dict(M=7239, N=4096), ["schedule"], "rmsnorm_7239x4096"),
     "rmsnorm1": ("rmsnorm.py", dict(M=1, N=4096), ["schedule"], "rmsnorm_1x4096"),
     "layernorm1024": ("layernorm.py", dict(M=1024, N=4096), ["schedule"], "layernorm_1024x4096"),
+    "gelu8192": ("gelu_chain.py", dict(M=8192, N=8192), ["schedule"], "gelu_chain_8192"),
 }
 
-#: the row operators' cases: their baselines come from benchmarks/row_operators.py
-ROW_OPERATORS = ("softmax", "rmsnorm", "layernorm")
+#: the cases whose baselines come from benchmarks/row_operators.py: case prefix -> example
+ROW_OPERATORS = {"softmax": "softmax", "rmsnorm": "rmsnorm", "layernorm": "layernorm", "gelu": "gelu_chain"}
 
 TRITON_CONFIGS = [  # (BLOCK_M, BLOCK_N, BLOCK_K, warps, stages): common fp32 choices
     (128, 128, 32, 8, 3), (128, 64, 32, 4, 4), (64, 128, 32, 4, 4), (64, 64, 32, 4, 4)]
@@ -177,10 +179,10 @@ def _baselines(case, bench, ref_path):
             y = torch.nn.functional.silu(torch.matmul(a, w))
             return torch.clamp(torch.round(y.float() / 0.05), -128, 127).to(torch.int8)
         out["PyTorch eager bf16"] = _time_torch(eager)
-    elif case.startswith(ROW_OPERATORS):
+    elif case.startswith(tuple(ROW_OPERATORS)):
         from row_operators import copy_floor, torch_functions
 
-        eager = torch_functions(next(n for n in ROW_OPERATORS if case.startswith(n)), torch)[0]
+        eager = torch_functions(next(e for p, e in ROW_OPERATORS.items() if case.startswith(p)), torch)[0]
         out["PyTorch eager"] = _time_torch(lambda: eager(*inputs))
         compiled = torch.compile(eager)
         compiled(*inputs)

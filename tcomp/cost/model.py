@@ -48,6 +48,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..dtypes import itemsize
 from ..errors import TcompError
 from .analysis import BASE_REGISTERS, KernelCounts, analyze_kernel
 from ..target import Target, get_target
@@ -242,10 +243,12 @@ def chain_drain_cycles(counts: KernelCounts, matrix_cycles: float, issue_cycles:
 
 
 def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int | None = None,
-                    in_l2: frozenset = frozenset()) -> KernelEstimate:
+                    in_l2: frozenset = frozenset(), small_inputs: dict | None = None) -> KernelEstimate:
     """The estimate of one launch; ``in_l2`` names the tensors an earlier kernel of the
     program wrote that the L2 still holds (``estimate``): their reads are the L2's, at
-    its latency."""
+    its latency. ``small_inputs`` (name -> bytes) are inputs small enough to stay in the
+    L2 once read: the device memory gives each of them once, however many blocks read it
+    (a bias broadcast down the rows)."""
     t = target
     notes = list(counts.notes)
     clock = t.clock_hz
@@ -314,6 +317,9 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
         bw_eff = min(bw_eff, have * active_sms / latency_s)
     served = l2_served_reads(counts, bps * t.sms, t.l2_bytes)
     served.update({n: reads[n] for n in in_l2 if reads.get(n)})
+    for name, size in (small_inputs or {}).items():
+        if reads.get(name, 0.0) > size:
+            served[name] = max(served.get(name, 0.0), reads[name] - size)
     l2_read = sum(served.values())
     t_dram = (dram - l2_read) / bw_eff if dram else 0.0
 
@@ -424,6 +430,8 @@ def estimate(s, target="h200", regs_per_thread=None) -> Estimate:
     program = s if isinstance(s, Program) else lower(s)
     kernels = []
     written: dict = {}  # tensor name -> bytes the kernels so far wrote
+    small_inputs = {b.name: math.prod(b.shape) * itemsize(b.dtype) for b in program.inputs}
+    small_inputs = {n: size for n, size in small_inputs.items() if size <= tgt.l2_bytes / L2_RESIDENT_SHARE}
     for k in program.kernels:
         regs = regs_per_thread
         if isinstance(regs_per_thread, dict):
@@ -435,7 +443,7 @@ def estimate(s, target="h200", regs_per_thread=None) -> Estimate:
         # eighth of it (a decode step's partial sums, a few MB: the FFN's 25 MB intermediate
         # at 1024 rows ranks wrong with the credit, benchmarks/results/tuning_tensor_cores_7th.jsonl)
         in_l2 = frozenset(written) if sum(written.values()) <= tgt.l2_bytes / L2_RESIDENT_SHARE else frozenset()
-        kernels.append(estimate_kernel(analyze_kernel(k), tgt, regs, in_l2=in_l2))
+        kernels.append(estimate_kernel(analyze_kernel(k), tgt, regs, in_l2=in_l2, small_inputs=small_inputs))
         for name, nbytes in kernels[-1].writes_by_tensor.items():
             if nbytes:
                 written[name] = written.get(name, 0.0) + nbytes

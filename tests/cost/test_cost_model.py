@@ -394,3 +394,21 @@ def test_a_second_kernel_reads_small_partial_sums_from_the_l2():
     _, from_memory = two_kernels(H100.replace(l2_bytes=partial))
     assert from_memory.l2_read_bytes == 0
     assert from_memory.predicted_seconds > adding.predicted_seconds
+
+
+def test_a_bias_broadcast_down_the_rows_is_read_from_device_memory_once():
+    """examples/gelu_chain.py reads B[j] in every row: the blocks read 8192 x 8192 x 2
+    bytes of it, but B is 16 KB, so the L2 serves all but 16 KB of those reads and the
+    time on device memory is that of X, R and Y alone."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import gelu_chain
+
+    Y = gelu_chain.algorithm(8192, 8192)
+    s = tc.create_schedule(Y)
+    gelu_chain.schedule(s, Y)
+    (k,) = tc.estimate(s, "h200").kernels
+    assert k.reads_by_tensor["B"] == pytest.approx(8192 * 8192 * 2)
+    assert k.dram_bytes - k.l2_read_bytes == pytest.approx(3 * 8192 * 8192 * 2 + 8192 * 2)
