@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from ..validation import SIMULATOR_THREADS_PER_SECOND
 from .database import Record, TuningDatabase, current_target, tcomp_version
-from .filters import Screened, Screener
+from .filters import Screened, Screener, rank_key
 from .measure import Measurement, measure_batch, prepare_bench
 from .space import Space
 
@@ -194,7 +194,7 @@ class _Pool:
         return self.add(points)
 
     def legal(self) -> list:
-        return sorted((s for s in self.by_source.values() if s.status == "ok"), key=lambda s: s.predicted)
+        return sorted((s for s in self.by_source.values() if s.status == "ok"), key=rank_key)
 
 
 def _winner_schedule(out, source: str):

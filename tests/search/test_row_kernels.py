@@ -15,6 +15,7 @@ from tcomp.search.space import Space
 from workloads import run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import gelu_chain  # noqa: E402
 import layernorm  # noqa: E402
 import rmsnorm  # noqa: E402
 import softmax  # noqa: E402
@@ -95,3 +96,11 @@ def test_the_model_only_search_picks_one_kernel_for_a_softmax(tmp_path):
     result = tc.autoschedule(softmax.algorithm(16, 512), trials=8, model_only=True, db=tmp_path / "db.jsonl")
     assert result.description.startswith("Y: row_kernel")
     assert len(tc.lower(result.schedule).kernels) == 1
+
+
+def test_a_memory_bound_chain_ranks_16_byte_vectors_first(tmp_path):
+    """Every flat tiling of the GELU chain at 8192 x 8192 is predicted at the device
+    memory's time; the tie goes to the point whose bound hides the least other work:
+    8 lanes a vector (16-byte loads of X, R and the broadcast bias B)."""
+    result = tc.autoschedule(gelu_chain.algorithm(8192, 8192), trials=4, model_only=True, db=tmp_path / "db.jsonl")
+    assert result.description.endswith("vector=8")
