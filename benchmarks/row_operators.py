@@ -44,7 +44,8 @@ CASES = {
 #: hand-schedule variants: label -> rows_in_blocks keyword arguments (the defaults first)
 VARIANTS = {
     "default": {}, "every thread combines": dict(combine="every_thread"),
-    "128 threads": dict(threads=128), "512 threads": dict(threads=512), "1024 threads": dict(threads=1024),
+    "32 slices": dict(slices=32), "half the lanes": "half", "128 threads": dict(threads=128),
+    "256 threads": dict(threads=256), "512 threads": dict(threads=512), "1024 threads": dict(threads=1024),
 }
 
 
@@ -128,6 +129,8 @@ def main(argv=None) -> int:
         print(f"== {case}: {M} x {N}, copy floor {floor * 1e6:.1f} us", flush=True)
         rows = []
         for label, kwargs in (VARIANTS.items() if not args.quick else [("default", {})]):
+            if kwargs == "half":
+                kwargs = dict(vector=inspect.signature(example.schedule).parameters["vector"].default // 2)
             takes = set(inspect.signature(example.schedule).parameters)
             if kwargs.get("threads", 0) > N // 8 or not set(kwargs) <= takes:
                 continue
