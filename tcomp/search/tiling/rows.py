@@ -92,9 +92,11 @@ class RowKernel(Rule):
     ``rows x N`` and whose members are the row's statistics and the elementwise stages
     between them (the ``"row"`` fusion rule) or inlined stages, all reading one ``rows x
     N`` tensor (the row staged in shared memory). Its parameters are the threads of a
-    block and the elements of one vector access."""
+    block, the elements of one vector access and how a statistic's slices are added
+    (``combine``: by the first thread, or by every thread)."""
 
     name = "row_kernel"
+    defaults = {"combine": "one_thread"}
 
     def applies(self, group, space):
         anchor = space.stages[group.anchor]
@@ -107,7 +109,7 @@ class RowKernel(Rule):
         return len(row_sources(group)) == 1
 
     def choices(self, group, space):
-        return {"threads": [32, 64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8, 16]}
+        return {"threads": [32, 64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8, 16], "combine": list(COMBINES)}
 
     def valid(self, group, space, p):
         rows, length = row_shape(space.stages[group.anchor])
@@ -125,7 +127,7 @@ class RowKernel(Rule):
         row_stages = [name for name in group.row_members if not group.stages[name].reduction]
         statistics = [name for name in group.row_members if group.stages[name].reduction]
         rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics,
-                       inline=tuple(row_stages), threads=p["threads"], vector=p["vector"])
+                       inline=tuple(row_stages), threads=p["threads"], vector=p["vector"], combine=p["combine"])
 
 
 def row_sources(group) -> list:
