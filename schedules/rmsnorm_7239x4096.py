@@ -3,8 +3,8 @@
 workload: examples/rmsnorm.py
 shape:    M=7239, N=4096
 target:   NVIDIA H100 80GB HBM3 (132 SMs)
-measured: 49.2 us, predicted 33.2 us
-point:    Y: row_kernel threads=64 vector=8
+measured: 49.9 us, predicted 33.2 us
+point:    Y: row_kernel combine=one_thread threads=64 vector=8
 date:     2026-12-05
 
     tcomp bench examples/rmsnorm.py --schedule schedules/rmsnorm_7239x4096.py --shape M=7239,N=4096

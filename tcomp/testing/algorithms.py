@@ -78,6 +78,20 @@ def activation_chain(M: int, N: int) -> tuple:
     return X, Z, B, G, S, O
 
 
+def row_norm(M: int, N: int) -> tuple:
+    """A LayerNorm without its affine part, two statistics of which the second reads the
+    first: ``Sx`` (the row's sum), ``D = X - Sx / N``, ``Sd`` (the sum of ``D^2``) and
+    ``O = D * rsqrt(Sd / N + 1e-5)``. Returns ``(X, Sx, D, Sd, O)``."""
+    X = tc.placeholder((M, N), "float32", name="X")
+    k = tc.reduce_axis(N, name="k")
+    Sx = tc.compute((M,), lambda i: tc.sum(X[i, k], axis=k), name="Sx")
+    D = tc.compute((M, N), lambda i, j: X[i, j] - Sx[i] / float(N), name="D")
+    k2 = tc.reduce_axis(N, name="k2")
+    Sd = tc.compute((M,), lambda i: tc.sum(D[i, k2] * D[i, k2], axis=k2), name="Sd")
+    O = tc.compute((M, N), lambda i, j: D[i, j] * tc.rsqrt(Sd[i] / float(N) + 1e-5), name="O")
+    return X, Sx, D, Sd, O
+
+
 def ffn_bf16(M: int, N: int, K: int, scale: float) -> tuple:
     """The bfloat16 FFN pipeline: bfloat16 inputs, a float32 sum ``C``, the bfloat16 rounding
     point ``Cb``, ``Y = silu(Cb)``, ``Q = quantize(Y, scale, int8)``. Returns

@@ -79,6 +79,12 @@ def activation_chain(M=6, N=7) -> FuzzWorkload:
                         lambda rng: [_normal(rng, (M, N)), _normal(rng, (M, N))], 1)
 
 
+def row_norm(M=6, N=7) -> FuzzWorkload:
+    """Sx = sum_k X;  D = X - Sx / N;  Sd = sum_k D^2;  O = D * rsqrt(Sd / N + 1e-5)."""
+    X, Sx, D, Sd, O = algorithms.row_norm(M, N)
+    return FuzzWorkload("row_norm", dict(M=M, N=N), O, [X], lambda rng: [_normal(rng, (M, N))], N)
+
+
 def ffn_bf16(M=6, N=5, K=7, scale=0.1) -> FuzzWorkload:
     """bfloat16 inputs, a float32 sum, a bfloat16 rounding point, SiLU, int8 quantize."""
     A, W, C, Cb, Y, Q = algorithms.ffn_bf16(M, N, K, scale)
@@ -94,6 +100,7 @@ WORKLOADS: dict = {
     "rowmax_quant": rowmax_quant,
     "elementwise_chain": elementwise_chain,
     "activation_chain": activation_chain,
+    "row_norm": row_norm,
     "ffn_bf16": ffn_bf16,
 }
 
@@ -104,8 +111,8 @@ _RED = st.integers(4, 12)
 def workloads(name: str):
     """A strategy for workload ``name`` at a random tiny shape (M, N in 4..9, K in 4..12)."""
     build = WORKLOADS[name]
-    if name in ("rowmax_quant", "elementwise_chain", "activation_chain"):
-        n = _RED if name == "rowmax_quant" else _DIM
+    if name in ("rowmax_quant", "elementwise_chain", "activation_chain", "row_norm"):
+        n = _RED if name in ("rowmax_quant", "row_norm") else _DIM
         return st.builds(build, M=_DIM, N=n)
     return st.builds(build, M=_DIM, N=_DIM, K=_RED)
 

@@ -104,3 +104,14 @@ def test_a_memory_bound_chain_ranks_16_byte_vectors_first(tmp_path):
     8 lanes a vector (16-byte loads of X, R and the broadcast bias B)."""
     result = tc.autoschedule(gelu_chain.algorithm(8192, 8192), trials=4, model_only=True, db=tmp_path / "db.jsonl")
     assert result.description.endswith("vector=8")
+
+
+def test_a_row_of_prime_length_is_reduced_by_one_thread(rng):
+    """89 has no divisor to cut the row into slices (the fuzzer found rfactor refusing
+    1 part): the first thread reduces the whole row, and the result is still right."""
+    Y = softmax.algorithm(2, 89)
+    space = Space(Y)
+    s = space.schedule(space.sample(random.Random(0), _one_kernel_fusion(space)))
+    assert len(tc.lower(s).kernels) == 1
+    x = (rng.standard_normal((2, 89)) * 4.0).astype(np.float32)
+    np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-7)

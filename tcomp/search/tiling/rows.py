@@ -35,7 +35,8 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
        for 4096).
     4. ``out``'s elements are written ``vector`` per thread and store.
 
-    A row whose length ``threads * vector`` does not divide ends in a guarded pass.
+    A row whose length ``threads * vector`` does not divide ends in a guarded pass. A row
+    of a prime length has one slice: the first thread reduces the whole row.
     ``tc.check`` holds that no statistic is read before its last slice is added."""
     if combine not in COMBINES:
         raise TcompError(f"rows_in_blocks: combine must be one of {', '.join(map(repr, COMBINES))}, got {combine!r}")
@@ -54,14 +55,16 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     s[out].bind(thread, "threadIdx.x")
     s[out].vectorize(lanes)
     for name in statistics:
-        partial = s.rfactor(name, slices, interleaved=True)
-        if combine == "one_thread":
+        partial = s.rfactor(name, slices, interleaved=True) if slices > 1 else None
+        if combine == "one_thread" or partial is None:
             total = s.cache_write(name, "local")
             s[name].set_scope("shared")
         s[name].compute_at(s[out], row)
-        if combine == "one_thread":
+        if combine == "one_thread" or partial is None:
             s[name].bind(s[name].axis[0], "threadIdx.x")
             s[total].compute_at(s[name], s[name].axis[0])
+        if partial is None:
+            continue
         s[partial].set_scope("shared")
         accumulator = s.cache_write(partial, "local")
         s[partial].compute_at(s[out], row)

@@ -1,0 +1,71 @@
+"""Row kernels at drawn shapes (issue 32): softmax and a two-statistic row norm in float32,
+rows of a length no block pass divides (odd ones included), each drawn as a point of the
+search's one-kernel partition (the ``row_kernel`` rule: threads, vector width, how the
+slices are added), run in the simulator on NaN-poisoned outputs and held to
+``tc.evaluate`` within the bound of a reassociated float32 sum.
+
+The fast suite draws a few; ``pytest -m long`` draws more from the same seed.
+"""
+
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+hypothesis = pytest.importorskip("hypothesis")
+
+import numpy as np  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import tcomp as tc  # noqa: E402
+from tcomp.search.space import Space  # noqa: E402
+from tcomp.testing import algorithms  # noqa: E402
+from workloads import run  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import softmax  # noqa: E402
+
+pytestmark = pytest.mark.timeout(0)
+
+FAST_EXAMPLES = 3
+LONG_EXAMPLES = 16
+
+
+def _draw_and_check(data) -> None:
+    kind = data.draw(st.sampled_from(["softmax", "row_norm"]), label="operator")
+    M = data.draw(st.integers(1, 3), label="M")
+    N = data.draw(st.integers(33, 300), label="N")
+    out = softmax.algorithm(M, N) if kind == "softmax" else algorithms.row_norm(M, N)[-1]
+    space = Space(out)
+    (fusion,) = [f for f in space.tileable_fusions() if len(space.groups(f)) == 1]
+    point = space.sample(random.Random(data.draw(st.integers(0, 2 ** 16), label="point seed")), fusion)
+    s = space.schedule(point)
+    assert len(tc.lower(s).kernels) == 1, point.describe()
+    assert tc.check(s).legal
+    x = (np.random.default_rng(M * 1009 + N).standard_normal((M, N)) * 3.0).astype(np.float32)
+    want = tc.evaluate(out, {tc.inputs(out)[0]: x})
+    got = run(s, [x])
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5, err_msg=point.describe())
+
+
+def _run(examples: int, seed) -> None:
+    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+              print_blob=True)
+    @given(st.data())
+    def prop(data):
+        _draw_and_check(data)
+
+    if seed is not None:
+        prop = hypothesis.seed(seed)(prop)
+    prop()
+
+
+def test_row_kernels_at_drawn_lengths_match_the_reference(fuzz_seed):
+    _run(FAST_EXAMPLES, fuzz_seed)
+
+
+@pytest.mark.long
+def test_a_long_run_of_row_kernels_at_drawn_lengths(fuzz_seed):
+    _run(LONG_EXAMPLES, fuzz_seed)
