@@ -14,12 +14,15 @@ from .products import product_stage
 
 
 def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 256,
-                   vector: int = 8, slices: int | None = None, combine: str = "one_thread") -> None:
+                   vector: int = 8, slices: int | None = None, combine: str = "one_thread",
+                   stage_row: bool = True) -> None:
     """``out`` (rows x N) in one kernel, a block of ``threads`` per row:
 
     1. The row of ``source`` (the tensor the row operator reads) is copied once into
        shared memory, ``vector`` elements per thread and copy, for the stages ``readers``
-       that read it.
+       that read it. With ``stage_row=False`` they read it from device memory instead,
+       each pass after the first finding the row in the L2 (no shared row: more rows
+       in flight per SM, and a row longer than shared memory).
     2. Then ``inline`` stages are inlined into their consumers (an elementwise stage
        between statistics, softmax's ``exp(x - max)``).
     3. Each of ``statistics`` (reductions along the row, in the order they depend on each
@@ -44,7 +47,7 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         out = s[out].tensor
     if slices is None:
         slices = row_slices(out.shape[-1], threads)
-    row_cache = s.cache_read(source, "shared", list(readers))
+    row_cache = s.cache_read(source, "shared", list(readers)) if stage_row else None
     for name in inline:
         s[name].compute_inline()
     row, j = s[out].axis
@@ -70,6 +73,8 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         s[partial].compute_at(s[out], row)
         s[partial].bind(s[partial].axis[0], "threadIdx.x")
         s[accumulator].compute_at(s[partial], s[partial].axis[0])
+    if row_cache is None:
+        return
     s[row_cache].compute_at(s[out], row)
     _, columns = s[row_cache].axis
     columns, copy_lanes = s[row_cache].split(columns, vector)
@@ -95,11 +100,12 @@ class RowKernel(Rule):
     ``rows x N`` and whose members are the row's statistics and the elementwise stages
     between them (the ``"row"`` fusion rule) or inlined stages, all reading one ``rows x
     N`` tensor (the row staged in shared memory). Its parameters are the threads of a
-    block, the elements of one vector access and how a statistic's slices are added
-    (``combine``: by the first thread, or by every thread)."""
+    block, the elements of one vector access, how a statistic's slices are added
+    (``combine``: by the first thread, or by every thread) and whether the row is staged
+    in shared memory (``stage_row``) or read again from device memory (the L2)."""
 
     name = "row_kernel"
-    defaults = {"combine": "one_thread"}
+    defaults = {"combine": "one_thread", "stage_row": True}
 
     def applies(self, group, space):
         anchor = space.stages[group.anchor]
@@ -112,7 +118,8 @@ class RowKernel(Rule):
         return len(row_sources(group)) == 1
 
     def choices(self, group, space):
-        return {"threads": [32, 64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8, 16], "combine": list(COMBINES)}
+        return {"threads": [32, 64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8, 16], "combine": list(COMBINES),
+                "stage_row": [False, True]}
 
     def valid(self, group, space, p):
         rows, length = row_shape(space.stages[group.anchor])
@@ -121,7 +128,8 @@ class RowKernel(Rule):
         if p["vector"] * widest > 16 or length % p["vector"] or p["threads"] * p["vector"] > length:
             return False
         statistics = [n for n in group.row_members if space.stages[n].reduction]
-        shared = length * itemsize(source.dtype) + 4 * row_slices(length, p["threads"]) * len(statistics)
+        row_bytes = length * itemsize(source.dtype) if p["stage_row"] else 0
+        shared = row_bytes + 4 * row_slices(length, p["threads"]) * len(statistics)
         return p["threads"] <= space.target.max_threads_per_block and shared <= space.target.smem_per_block
 
     def apply(self, s, group, p):
@@ -130,7 +138,8 @@ class RowKernel(Rule):
         row_stages = [name for name in group.row_members if not group.stages[name].reduction]
         statistics = [name for name in group.row_members if group.stages[name].reduction]
         rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics,
-                       inline=tuple(row_stages), threads=p["threads"], vector=p["vector"], combine=p["combine"])
+                       inline=tuple(row_stages), threads=p["threads"], vector=p["vector"], combine=p["combine"],
+                       stage_row=p["stage_row"])
 
 
 def row_sources(group) -> list:
