@@ -341,3 +341,21 @@ def fp8_steps(got, want) -> np.ndarray:
     bits = [np.asarray(x, ml_dtypes.float8_e4m3fn).view(np.uint8).astype(int) for x in (got, want)]
     line = [np.where(b & 0x80, -(b & 0x7F), b & 0x7F) for b in bits]  # sign-magnitude to a monotonic line
     return np.abs(line[0] - line[1])
+
+
+def run_drawn(check: Callable, examples: int, seed) -> None:
+    """Run ``check(data)`` (a hypothesis ``st.data()`` draw) on ``examples`` draws, from
+    ``seed`` where given (the fuzz tests' ``--fuzz-seed``), no example database."""
+    import hypothesis
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+              print_blob=True)
+    @given(st.data())
+    def prop(data):
+        check(data)
+
+    if seed is not None:
+        prop = hypothesis.seed(seed)(prop)
+    prop()

@@ -16,13 +16,12 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 
 import numpy as np  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import tcomp as tc  # noqa: E402
 from tcomp.search.space import Space  # noqa: E402
 from tcomp.testing import algorithms  # noqa: E402
-from workloads import run  # noqa: E402
+from workloads import run, run_drawn  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import softmax  # noqa: E402
@@ -51,15 +50,7 @@ def _draw_and_check(data) -> None:
 
 
 def _run(examples: int, seed) -> None:
-    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck),
-              print_blob=True)
-    @given(st.data())
-    def prop(data):
-        _draw_and_check(data)
-
-    if seed is not None:
-        prop = hypothesis.seed(seed)(prop)
-    prop()
+    run_drawn(_draw_and_check, examples, seed)
 
 
 def test_row_kernels_at_drawn_lengths_match_the_reference(fuzz_seed):

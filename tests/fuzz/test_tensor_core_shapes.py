@@ -12,12 +12,11 @@ import pytest
 hypothesis = pytest.importorskip("hypothesis")
 
 import numpy as np  # noqa: E402
-from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import tcomp as tc  # noqa: E402
 from tcomp.search.tiling import mma_warp_tiles, wgmma_tiles  # noqa: E402
-from workloads import check_product, product_16_bit  # noqa: E402
+from workloads import check_product, product_16_bit, run_drawn  # noqa: E402
 
 pytestmark = pytest.mark.timeout(0)
 
@@ -46,15 +45,7 @@ def _draw_and_check(data) -> None:
 
 
 def _run(examples: int, seed) -> None:
-    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck),
-              print_blob=True)
-    @given(st.data())
-    def prop(data):
-        _draw_and_check(data)
-
-    if seed is not None:
-        prop = hypothesis.seed(seed)(prop)
-    prop()
+    run_drawn(_draw_and_check, examples, seed)
 
 
 def test_tensor_core_tilings_at_ragged_shapes_match_the_reference(fuzz_seed):
