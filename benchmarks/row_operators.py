@@ -46,6 +46,7 @@ VARIANTS = {
     "default": {}, "every thread combines": dict(combine="every_thread"),
     "32 slices": dict(slices=32), "half the lanes": "half", "128 threads": dict(threads=128),
     "256 threads": dict(threads=256), "512 threads": dict(threads=512), "1024 threads": dict(threads=1024),
+    "row read again": dict(stage_row=False), "row read again at 256 threads": dict(stage_row=False, threads=256),
 }
 
 
@@ -106,6 +107,8 @@ def main(argv=None) -> int:
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated, of: " + ", ".join(CASES))
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--quick", action="store_true", help="the example's schedule only, no variants")
+    parser.add_argument("--variants", default=None, help="comma-separated labels of the variants to time, of: "
+                        + ", ".join(VARIANTS))
     args = parser.parse_args(argv)
 
     import importlib
@@ -128,7 +131,8 @@ def main(argv=None) -> int:
         floor = copy_floor(inputs, y, torch)
         print(f"== {case}: {M} x {N}, copy floor {floor * 1e6:.1f} us", flush=True)
         rows = []
-        for label, kwargs in (VARIANTS.items() if not args.quick else [("default", {})]):
+        chosen = VARIANTS if args.variants is None else {v: VARIANTS[v] for v in args.variants.split(",")}
+        for label, kwargs in (chosen.items() if not args.quick else [("default", {})]):
             if kwargs == "half":
                 kwargs = dict(vector=inspect.signature(example.schedule).parameters["vector"].default // 2)
             takes = set(inspect.signature(example.schedule).parameters)

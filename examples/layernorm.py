@@ -34,9 +34,10 @@ def algorithm(M=1024, N=4096):
                                                    "bfloat16"), name="Y")
 
 
-def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None):
+def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None, stage_row=True):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
     shared memory; the row's sum, then its sum of squared deviations, in interleaved
     slices; the deviations inlined."""
     rows_in_blocks(s, out, "X", readers=["Sx", "D"], statistics=["Sx", "Sd"], inline=("D",), threads=threads,
-                   vector=vector, combine=combine, slices=slices)
+                   vector=vector, combine=combine, slices=slices,
+                   stage_row=stage_row)

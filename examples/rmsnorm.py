@@ -34,9 +34,10 @@ def algorithm(M=1024, N=4096):
                                                    * tc.cast(gamma[j], "float32"), "bfloat16"), name="Y")
 
 
-def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None):
+def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None, stage_row=True):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
     shared memory, its sum of squares in interleaved slices (64 at 4096), the normalized
     row written ``vector`` elements per thread and store."""
     rows_in_blocks(s, out, "X", readers=["SS", out.name], statistics=["SS"], threads=threads, vector=vector,
-                   combine=combine, slices=slices)
+                   combine=combine, slices=slices,
+                   stage_row=stage_row)

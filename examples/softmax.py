@@ -30,9 +30,10 @@ def algorithm(M=4096, N=4096):
     return tc.compute((M, N), lambda i, j: E[i, j] / S[i], name="Y")
 
 
-def schedule(s, out, threads=64, vector=4, combine="one_thread", slices=None):
+def schedule(s, out, threads=64, vector=4, combine="one_thread", slices=None, stage_row=True):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
     shared memory; its max, then its sum of exponentials, in interleaved slices; the
     exponentials inlined into the sum and the output."""
     rows_in_blocks(s, out, "X", readers=["Mx", "E"], statistics=["Mx", "S"], inline=("E",), threads=threads,
-                   vector=vector, combine=combine, slices=slices)
+                   vector=vector, combine=combine, slices=slices,
+                   stage_row=stage_row)
