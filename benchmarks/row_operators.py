@@ -46,7 +46,7 @@ VARIANTS = {
     "default": {}, "every thread combines": dict(combine="every_thread"),
     "32 slices": dict(slices=32), "half the lanes": "half", "128 threads": dict(threads=128),
     "256 threads": dict(threads=256), "512 threads": dict(threads=512), "1024 threads": dict(threads=1024),
-    "row read again": dict(stage_row=False), "row read again at 256 threads": dict(stage_row=False, threads=256),
+    "row stages in shared memory": dict(row_stages="shared"), "row read again": dict(stage_row=False), "row read again at 256 threads": dict(stage_row=False, threads=256),
 }
 
 

@@ -30,10 +30,14 @@ def algorithm(M=4096, N=4096):
     return tc.compute((M, N), lambda i, j: E[i, j] / S[i], name="Y")
 
 
-def schedule(s, out, threads=64, vector=4, combine="one_thread", slices=None, stage_row=True):
+def schedule(s, out, threads=64, vector=4, combine="one_thread", slices=None, stage_row=True,
+             row_stages="inline"):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
     shared memory; its max, then its sum of exponentials, in interleaved slices; the
-    exponentials inlined into the sum and the output."""
-    rows_in_blocks(s, out, "X", readers=["Mx", "E"], statistics=["Mx", "S"], inline=("E",), threads=threads,
-                   vector=vector, combine=combine, slices=slices,
-                   stage_row=stage_row)
+    exponentials inlined into the sum and the output (``row_stages="shared"``: computed
+    once into a shared row that both read)."""
+    between = ("E",)
+    rows_in_blocks(s, out, "X", readers=["Mx", "E"], statistics=["Mx", "S"], threads=threads, vector=vector,
+                   inline=between if row_stages == "inline" else (),
+                   shared_stages=between if row_stages == "shared" else (),
+                   combine=combine, slices=slices, stage_row=stage_row)

@@ -118,3 +118,26 @@ def test_a_row_of_prime_length_is_reduced_by_one_thread(rng):
     assert len(tc.lower(s).kernels) == 1
     x = (rng.standard_normal((2, 89)) * 4.0).astype(np.float32)
     np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-7)
+
+
+def test_softmax_exponentials_in_a_shared_row_are_computed_once(rng):
+    """``row_stages="shared"``: E is computed once into a shared row after the max, and
+    the sum and the output read it (one exponential an element, not two)."""
+    from tcomp.codegen import program_source
+
+    Y = softmax.algorithm(3, 512)
+    s = tc.create_schedule(Y)
+    softmax.schedule(s, Y, row_stages="shared")
+    assert len(tc.lower(s).kernels) == 1 and tc.check(s).legal
+
+    def exponentials(schedule):
+        kernel = program_source(tc.lower(schedule), simulator=False).split("@cuda.jit(cache=True)")[1]
+        return [line for line in kernel.splitlines() if "_exp(" in line]
+
+    inlined = tc.create_schedule(Y)
+    softmax.schedule(inlined, Y)
+    (store_of_e,) = exponentials(s)  # the 4 lanes of E's vector store, and nothing else
+    assert store_of_e.strip().startswith("_store4(E,")
+    assert len(exponentials(inlined)) == 2  # the sum's and the output's
+    x = (rng.standard_normal((3, 512)) * 4.0).astype(np.float32)
+    np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-8)

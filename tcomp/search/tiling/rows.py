@@ -15,7 +15,7 @@ from .products import product_stage
 
 def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 256,
                    vector: int = 8, slices: int | None = None, combine: str = "one_thread",
-                   stage_row: bool = True) -> None:
+                   stage_row: bool = True, shared_stages: tuple = ()) -> None:
     """``out`` (rows x N) in one kernel, a block of ``threads`` per row:
 
     1. The row of ``source`` (the tensor the row operator reads) is copied once into
@@ -24,7 +24,9 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
        each pass after the first finding the row in the L2 (no shared row: more rows
        in flight per SM, and a row longer than shared memory).
     2. Then ``inline`` stages are inlined into their consumers (an elementwise stage
-       between statistics, softmax's ``exp(x - max)``).
+       between statistics, softmax's ``exp(x - max)``); ``shared_stages`` are computed
+       once into a row of shared memory instead, after the statistics they read (each
+       exponential computed once, not by the sum and again by the output).
     3. Each of ``statistics`` (reductions along the row, in the order they depend on each
        other: softmax's max, then its sum) is cut into ``slices`` interleaved slices in
        shared memory (``s.rfactor``), one per thread of the first ``slices``, each
@@ -57,6 +59,10 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     s[out].reorder(thread, steps, lanes)
     s[out].bind(thread, "threadIdx.x")
     s[out].vectorize(lanes)
+    for name in shared_stages:
+        s[name].set_scope("shared")
+        s[name].compute_at(s[out], row)
+        _fill_row(s, name, threads, vector)
     for name in statistics:
         partial = s.rfactor(name, slices, interleaved=True) if slices > 1 else None
         if combine == "one_thread" or partial is None:
@@ -73,14 +79,19 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         s[partial].compute_at(s[out], row)
         s[partial].bind(s[partial].axis[0], "threadIdx.x")
         s[accumulator].compute_at(s[partial], s[partial].axis[0])
-    if row_cache is None:
-        return
-    s[row_cache].compute_at(s[out], row)
-    _, columns = s[row_cache].axis
-    columns, copy_lanes = s[row_cache].split(columns, vector)
-    s[row_cache].vectorize(copy_lanes)
-    _, copier = s[row_cache].split(columns, threads)
-    s[row_cache].bind(copier, "threadIdx.x")
+    if row_cache is not None:
+        s[row_cache].compute_at(s[out], row)
+        _fill_row(s, row_cache, threads, vector)
+
+
+def _fill_row(s, name, threads: int, vector: int) -> None:
+    """The block's threads compute a row of stage ``name`` together (a shared row):
+    ``vector`` consecutive elements per thread and access, ``threads`` such vectors apart."""
+    _, columns = s[name].axis
+    columns, lanes = s[name].split(columns, vector)
+    s[name].vectorize(lanes)
+    _, thread = s[name].split(columns, threads)
+    s[name].bind(thread, "threadIdx.x")
 
 
 #: how :func:`rows_in_blocks` adds a statistic's slices
@@ -101,11 +112,13 @@ class RowKernel(Rule):
     between them (the ``"row"`` fusion rule) or inlined stages, all reading one ``rows x
     N`` tensor (the row staged in shared memory). Its parameters are the threads of a
     block, the elements of one vector access, how a statistic's slices are added
-    (``combine``: by the first thread, or by every thread) and whether the row is staged
-    in shared memory (``stage_row``) or read again from device memory (the L2)."""
+    (``combine``: by the first thread, or by every thread), whether the row is staged
+    in shared memory (``stage_row``) or read again from device memory (the L2), and
+    whether the elementwise stages between statistics are inlined or computed once
+    into shared rows (``row_stages``)."""
 
     name = "row_kernel"
-    defaults = {"combine": "one_thread", "stage_row": True}
+    defaults = {"combine": "one_thread", "stage_row": True, "row_stages": "inline"}
 
     def applies(self, group, space):
         anchor = space.stages[group.anchor]
@@ -118,8 +131,9 @@ class RowKernel(Rule):
         return len(row_sources(group)) == 1
 
     def choices(self, group, space):
+        between = [n for n in group.row_members if not space.stages[n].reduction]
         return {"threads": [32, 64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8, 16], "combine": list(COMBINES),
-                "stage_row": [False, True]}
+                "stage_row": [False, True], "row_stages": ["inline", "shared"] if between else ["inline"]}
 
     def valid(self, group, space, p):
         rows, length = row_shape(space.stages[group.anchor])
@@ -129,6 +143,9 @@ class RowKernel(Rule):
             return False
         statistics = [n for n in group.row_members if space.stages[n].reduction]
         row_bytes = length * itemsize(source.dtype) if p["stage_row"] else 0
+        if p["row_stages"] == "shared":
+            row_bytes += sum(length * itemsize(space.stages[n].op.output.dtype) for n in group.row_members
+                             if not space.stages[n].reduction)
         shared = row_bytes + 4 * row_slices(length, p["threads"]) * len(statistics)
         return p["threads"] <= space.target.max_threads_per_block and shared <= space.target.smem_per_block
 
@@ -137,9 +154,10 @@ class RowKernel(Rule):
         readers = [name for name in group.names if source.name in group.stages[name].reads]
         row_stages = [name for name in group.row_members if not group.stages[name].reduction]
         statistics = [name for name in group.row_members if group.stages[name].reduction]
-        rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics,
-                       inline=tuple(row_stages), threads=p["threads"], vector=p["vector"], combine=p["combine"],
-                       stage_row=p["stage_row"])
+        inline, shared = (row_stages, []) if p["row_stages"] == "inline" else ([], row_stages)
+        rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics, inline=tuple(inline),
+                       threads=p["threads"], vector=p["vector"], combine=p["combine"], stage_row=p["stage_row"],
+                       shared_stages=tuple(shared))
 
 
 def row_sources(group) -> list:
