@@ -141,3 +141,22 @@ def test_softmax_exponentials_in_a_shared_row_are_computed_once(rng):
     assert len(exponentials(inlined)) == 2  # the sum's and the output's
     x = (rng.standard_normal((3, 512)) * 4.0).astype(np.float32)
     np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-8)
+
+
+def test_per_row_quantization_is_one_row_kernel(rng):
+    """The chapter's per-row scale (Example 5-7): the row's max of |X|, then X quantized
+    by max / 127. Its one-kernel partition is a row kernel, and every drawn point gives
+    tc.evaluate's int8 values exactly: the scale is the whole row's max."""
+    from tcomp.testing import algorithms
+
+    X, R, Q = algorithms.rowmax_quant(3, 256)
+    space = Space(Q)
+    fusion = _one_kernel_fusion(space)
+    assert dict(fusion) == {"R": ROW}
+    x = rng.standard_normal((3, 256)).astype(np.float32)
+    want = tc.evaluate(Q, {X: x})
+    draws = random.Random(2)
+    for _ in range(2):
+        s = space.schedule(space.sample(draws, fusion))
+        assert len(tc.lower(s).kernels) == 1 and tc.check(s).legal
+        np.testing.assert_array_equal(run(s, [x]), want)
