@@ -1,7 +1,11 @@
-"""Row reductions that are not matrix products (a row's max for a per-row quantization
-scale): a block per row, its threads on interleaved slices of the row, the slices
-combined through shared memory. :func:`rows_in_blocks` goes further: a row's statistics
-and their consumers in one kernel (softmax, RMSNorm, LayerNorm)."""
+"""Row reductions that are not matrix products, a block per row, its threads on
+interleaved slices of the row, the slices combined through shared memory:
+
+- :class:`RowKernel` (``row_kernel``): a row operator in one kernel, its statistics and
+  their consumers (softmax, RMSNorm, LayerNorm, a per-row quantization scale), through
+  :func:`rows_in_blocks`, which hand schedules call too;
+- :class:`RowReduction` (``row_reduction``): a row reduction alone, in a kernel of its own.
+"""
 
 from __future__ import annotations
 
@@ -13,10 +17,12 @@ from .base import Rule
 from .products import product_stage
 
 
-def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 256,
+def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 64,
                    vector: int = 8, slices: int | None = None, combine: str = "one_thread",
                    stage_row: bool = True, shared_stages: tuple = ()) -> None:
-    """``out`` (rows x N) in one kernel, a block of ``threads`` per row:
+    """``out`` (rows x N) in one kernel, a block of ``threads`` per row (64 by default: a
+    block's phases run one after another, and the other rows an SM holds hide them, so
+    small blocks are faster; 1.6x over 256 threads for RMSNorm at 7239 x 4096 on an H100):
 
     1. The row of ``source`` (the tensor the row operator reads) is copied once into
        shared memory, ``vector`` elements per thread and copy, for the stages ``readers``
