@@ -160,3 +160,14 @@ def test_per_row_quantization_is_one_row_kernel(rng):
         s = space.schedule(space.sample(draws, fusion))
         assert len(tc.lower(s).kernels) == 1 and tc.check(s).legal
         np.testing.assert_array_equal(run(s, [x]), want)
+
+
+def test_an_unknown_way_to_add_the_slices_is_refused_by_name():
+    import pytest
+
+    from tcomp.search.tiling import rows_in_blocks
+
+    Y = softmax.algorithm(2, 64)
+    s = tc.create_schedule(Y)
+    with pytest.raises(tc.TcompError, match="combine must be one of 'one_thread', 'every_thread', got 'tree'"):
+        rows_in_blocks(s, Y, "X", readers=["Mx", "E"], statistics=["Mx", "S"], inline=("E",), combine="tree")

@@ -47,8 +47,8 @@ ROW_REDUCTION = register_rule(RowReduction())
 FLAT_TILING = register_rule(FlatTiling())
 
 __all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_K", "MMA_M", "MMA_N", "MMA_PAD",
-           "MMA_TILING", "MmaTiling", "ROW_KERNEL", "ROW_REDUCTION", "Rule", "RowKernel", "RowReduction", "SKINNY_PRODUCT", "SPLIT_K",
-           "SkinnyProduct", "SplitK", "TilingRule",
+           "MMA_TILING", "MmaTiling", "ROW_KERNEL", "ROW_REDUCTION", "Rule", "RowKernel", "RowReduction",
+           "SKINNY_PRODUCT", "SPLIT_K", "SkinnyProduct", "SplitK", "TilingRule",
            "WARP_TILING", "WGMMA_TILING", "WarpTiling", "WgmmaTiling", "matrix_product_operands", "mma_warp_tiles",
            "register_rule", "registered_rules", "rows_in_blocks", "stream_rows", "unregister_rule",
            "wgmma_tiles"]

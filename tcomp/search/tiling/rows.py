@@ -107,7 +107,7 @@ COMBINES = ("one_thread", "every_thread")
 def row_slices(length: int, threads: int) -> int:
     """The slices :func:`rows_in_blocks` cuts a row's statistic into by default: of the
     divisors of ``length`` up to ``threads``, the one nearest ``sqrt(length)`` (a slice of
-    ``length / slices`` values, then ``slices`` values added by every thread)."""
+    ``length / slices`` values, then the ``slices`` partial values added)."""
     divisors = [d for d in range(1, min(length, threads) + 1) if length % d == 0]
     return min(divisors, key=lambda d: (length // d + d, -d))
 
@@ -132,38 +132,42 @@ class RowKernel(Rule):
             return False
         if any(how not in (ROW, INLINE) for _, how in group.members):
             return False
-        if not any(space.stages[name].reduction for name in group.row_members):
-            return False
-        return len(row_sources(group)) == 1
+        statistics, _ = statistics_and_between(group)
+        return bool(statistics) and len(row_sources(group)) == 1
 
     def choices(self, group, space):
-        between = [n for n in group.row_members if not space.stages[n].reduction]
+        _, between = statistics_and_between(group)
         return {"threads": [32, 64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8, 16], "combine": list(COMBINES),
                 "stage_row": [False, True], "row_stages": ["inline", "shared"] if between else ["inline"]}
 
     def valid(self, group, space, p):
-        rows, length = row_shape(space.stages[group.anchor])
+        _, length = row_shape(space.stages[group.anchor])
         (source,) = row_sources(group)
         widest = max(itemsize(source.dtype), itemsize(space.stages[group.anchor].op.output.dtype))
         if p["vector"] * widest > 16 or length % p["vector"] or p["threads"] * p["vector"] > length:
             return False
-        statistics = [n for n in group.row_members if space.stages[n].reduction]
+        statistics, between = statistics_and_between(group)
         row_bytes = length * itemsize(source.dtype) if p["stage_row"] else 0
         if p["row_stages"] == "shared":
-            row_bytes += sum(length * itemsize(space.stages[n].op.output.dtype) for n in group.row_members
-                             if not space.stages[n].reduction)
+            row_bytes += sum(length * itemsize(space.stages[n].op.output.dtype) for n in between)
         shared = row_bytes + 4 * row_slices(length, p["threads"]) * len(statistics)
         return p["threads"] <= space.target.max_threads_per_block and shared <= space.target.smem_per_block
 
     def apply(self, s, group, p):
         (source,) = row_sources(group)
         readers = [name for name in group.names if source.name in group.stages[name].reads]
-        row_stages = [name for name in group.row_members if not group.stages[name].reduction]
-        statistics = [name for name in group.row_members if group.stages[name].reduction]
-        inline, shared = (row_stages, []) if p["row_stages"] == "inline" else ([], row_stages)
-        rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics, inline=tuple(inline),
+        statistics, between = statistics_and_between(group)
+        inline, shared = (between, ()) if p["row_stages"] == "inline" else ((), between)
+        rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics, inline=inline,
                        threads=p["threads"], vector=p["vector"], combine=p["combine"], stage_row=p["stage_row"],
-                       shared_stages=tuple(shared))
+                       shared_stages=shared)
+
+
+def statistics_and_between(group) -> tuple:
+    """``group``'s row members split in two, each in the order they run: the statistics
+    (reductions along the row) and the elementwise stages between them."""
+    statistics = tuple(n for n in group.row_members if group.stages[n].reduction)
+    return statistics, tuple(n for n in group.row_members if not group.stages[n].reduction)
 
 
 def row_sources(group) -> list:
