@@ -336,6 +336,19 @@ def _fold(op: str, a: Expr, b: Expr) -> Expr | None:
     return None
 
 
+def reduction_identity(combiner: str, dtype: str) -> Expr:
+    """The value a ``combiner`` reduction ("sum", "max", "min") starts from: what combining
+    it with any value leaves that value."""
+    from ..dtypes import INT_RANGE
+
+    if combiner == "sum":
+        return cast(IntImm(0), dtype) if not is_float(dtype) else FloatImm(0.0, dtype)
+    if is_float(dtype):
+        return FloatImm(float("-inf") if combiner == "max" else float("inf"), dtype)
+    lo, hi = INT_RANGE[dtype]
+    return IntImm(lo if combiner == "max" else hi, dtype)
+
+
 def compare(op: str, a, b) -> Expr:
     a = as_expr(a, b if isinstance(b, Expr) else None)
     b = as_expr(b, a)

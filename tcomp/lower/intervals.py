@@ -141,6 +141,11 @@ def interval(e: Expr, env: dict) -> Interval:
             return _div_mod(e.op, a, b.min.value)
         if e.op in ("max", "min") and a.extent == 1 and b.extent == 1:
             return Interval.point(binary(e.op, a.min, b.min))
+        if e.op in ("max", "min") and (a.extent == 1 or b.extent == 1):
+            # clamping a range to a point (an index kept inside a tensor) narrows it:
+            # [op(lo, c), op(lo, c) + extent) holds every op(x, c) for x in [lo, lo + extent)
+            ranging, point = (a, b) if b.extent == 1 else (b, a)
+            return Interval(simplify(binary(e.op, ranging.min, point.min)), ranging.extent)
     raise LoweringError(f"cannot infer the region read by index expression {e}: "
                         "only affine indices (and // or % by constants) are supported")
 

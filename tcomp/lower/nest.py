@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..dtypes import itemsize
 from ..errors import InternalError, LoweringError
-from ..ir.expr import Expr, FloatImm, IntImm, Load, Reduce, TensorRead, binary, cast, logical_and
+from ..ir.expr import Expr, IntImm, Load, Reduce, TensorRead, binary, cast, logical_and, reduction_identity
 from ..ir.simplify import simplify
 from ..ir.stmt import Allocate, AsyncCommit, AsyncWait, Barrier, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import free_vars, rewrite, substitute
@@ -80,7 +80,7 @@ class NestBuilder:
             innermost = Store(buf, index, update_value, logical_and(*preds))
             reduce_set = set(reduce_leaves) | {ax for ax in stage.reduce_axes}
             init_preds = [p for p in preds if not (free_vars(p) & reduce_set)]
-            init = Store(buf, index, _identity(body.combiner, body.dtype), logical_and(*init_preds))
+            init = Store(buf, index, reduction_identity(body.combiner, body.dtype), logical_and(*init_preds))
         else:
             innermost = Store(buf, index, self.lower_expr(body, layout.values), logical_and(*preds),
                               in_bounds=in_bounds)
@@ -209,17 +209,6 @@ def blocked_index(indices, shape, blocks, swizzle: bool = False, chunk: int = 8)
                    binary("+", binary("*", row_in, IntImm(block_cols)), col_in))
     outer = flat_index(lead, None, lead_shape) if lead else IntImm(0)
     return simplify(binary("+", binary("*", outer, IntImm(rows * cols)), inner))
-
-
-def _identity(combiner: str, dtype: str) -> Expr:
-    from ..dtypes import INT_RANGE, is_float
-
-    if combiner == "sum":
-        return cast(IntImm(0), dtype) if not is_float(dtype) else FloatImm(0.0, dtype)
-    if is_float(dtype):
-        return FloatImm(float("-inf") if combiner == "max" else float("inf"), dtype)
-    lo, hi = INT_RANGE[dtype]
-    return IntImm(lo if combiner == "max" else hi, dtype)
 
 
 def _combine(combiner: str, acc: Expr, value: Expr) -> Expr:

@@ -28,12 +28,20 @@ class Reassociation:
         return self.description
 
 
+def _reduction_of(s, stage):
+    """The reduction ``stage`` computes: its own, or, where ``s.cache_write`` moved it into a
+    cache that the stage copies out, the cache's."""
+    if stage.op.reduction is not None or not stage.rfactor_parts:
+        return stage.op.reduction
+    return s[stage.op.body.tensor].op.reduction
+
+
 def reassociations(s, prog: ScheduledProgram) -> tuple:
     """Reductions whose scheduled order of accumulation differs from the algorithm's:
     two updates of one element (in one copy) in the other order."""
     out = []
     for stage in s.stages:
-        red = stage.op.reduction
+        red = _reduction_of(s, stage)
         if red is None or stage.attach.kind == "inline":
             continue
         if stage.rfactor_parts:
@@ -44,6 +52,8 @@ def reassociations(s, prog: ScheduledProgram) -> tuple:
                 f"({partial}), combined afterwards; "
                 + ("exact for max and min: the result is the same" if exact else
                    "a floating-point sum may differ from the algorithm's in the last bits"))))
+        if stage.op.reduction is None:
+            continue  # a cache_write took the reduction over: its own stage is checked below
         tensorized = [(v.name, kind) for v, kind in stage.annotations.items() if kind.startswith("tensorize")]
         if tensorized:
             name, kind = tensorized[0]

@@ -179,10 +179,13 @@ class Schedule:
         """Split-K: reduce ``tensor``'s reduction axis in ``parts`` independent slices.
 
         A new stage ``<name>_rf`` of shape ``(parts, *tensor.shape)`` takes over the
-        expression: slice ``p`` reduces the reduction axis over
-        ``[p * extent // parts, (p + 1) * extent // parts)`` (with ``interleaved``, over
-        ``p, p + parts, p + 2 * parts, ...``: threads that each take a slice then read
-        consecutive elements together); ``tensor`` itself becomes the reduction of those
+        expression: with ``n = ceil(extent / parts)``, slice ``p`` reduces the reduction
+        axis over ``[p * n, (p + 1) * n)`` (with ``interleaved``, over ``p, p + parts,
+        p + 2 * parts, ...``: threads that each take a slice then read consecutive
+        elements together). Where ``parts`` does not divide the extent, the last slices
+        run past its end: there each term is the reduction's identity (0 for a sum, -inf
+        for a max), the source read at the last element instead, so nothing is read out
+        of bounds and the result is the same. ``tensor`` itself becomes the reduction of those
         partial results over a new axis ``p`` with the same combiner. The slices are
         independent, so ``p`` can be bound to blocks (``blockIdx.z``) when the output
         alone cannot fill the GPU, or to the threads of a block (the partial results in
@@ -204,22 +207,27 @@ class Schedule:
                 or stage.leaf_vars != list(stage.root_axes) + list(stage.reduce_axes):
             raise ScheduleError(f"rfactor({tensor.name}) must come before the other primitives on stage {tensor.name}")
         k = red.axes[0]
-        if not isinstance(parts, int) or isinstance(parts, bool) or parts < 2 or k.extent % parts:
-            divisors = [d for d in range(2, min(k.extent, 64) + 1) if k.extent % d == 0]
-            raise ScheduleError(f"rfactor parts must be an int >= 2 that divides the extent {k.extent} of "
-                                f"{k.name}, got {parts!r} (divisors: {', '.join(map(str, divisors)) or 'none'})")
-        from ..ir.expr import IntImm, binary
+        if not isinstance(parts, int) or isinstance(parts, bool) or not 2 <= parts <= k.extent:
+            raise ScheduleError(f"rfactor parts must be an int from 2 to the extent {k.extent} of {k.name}, "
+                                f"got {parts!r}")
+        from ..ir.expr import IntImm, Reduce, Select, binary, compare, reduction_identity
         from ..ir.visitor import substitute
-        from ..ir.expr import Reduce
 
         name = self._unique_name(f"{tensor.name}_rf")
         old = stage.op
         part = IterVar("p", "int32", parts, "spatial")
         fresh = tuple(IterVar(a.name, "int32", a.extent, "spatial") for a in old.axis)
-        inner = IterVar(k.name, "int32", k.extent // parts, "reduce")
+        per_part = -(-k.extent // parts)
+        inner = IterVar(k.name, "int32", per_part, "reduce")
         whole_k = binary("+", binary("*", inner, IntImm(parts)), part) if interleaved else \
-            binary("+", binary("*", part, IntImm(k.extent // parts)), inner)
-        source = substitute(red.source, {**dict(zip(old.axis, fresh)), k: whole_k})
+            binary("+", binary("*", part, IntImm(per_part)), inner)
+        axes = dict(zip(old.axis, fresh))
+        if k.extent % parts:
+            last = binary("min", whole_k, IntImm(k.extent - 1))
+            source = Select(compare("<", whole_k, IntImm(k.extent)), substitute(red.source, {**axes, k: last}),
+                            reduction_identity(red.combiner, red.source.dtype))
+        else:
+            source = substitute(red.source, {**axes, k: whole_k})
         partial = Tensor(name, (parts,) + tuple(tensor.shape), tensor.dtype, None)
         partial.op = ComputeOp(name, (part,) + fresh, (inner,), Reduce(red.combiner, source, (inner,)))
         partial.op.output = partial

@@ -82,4 +82,6 @@ def test_the_slices_balance_a_slice_against_adding_them():
     assert row_slices(4096, 256) == 64  # 64 values a slice, then 64 slices added
     assert row_slices(256, 64) == 16
     assert row_slices(640, 32) == 32  # 20 and 32 tie (20 + 32 values either way): the larger
-    assert row_slices(7, 256) == 7
+    assert row_slices(7, 256) == 4  # 2 + 4 against 7 + 1: 4 slices of 2, the last one padded
+    assert row_slices(89, 64) == 10  # a prime: 10 slices of 9, the last one 8 values and a pad
+    assert row_slices(151936, 1024) == 402  # 128 x 1187: 128 slices would be 1187 values each

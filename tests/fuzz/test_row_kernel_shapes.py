@@ -1,7 +1,9 @@
 """Row kernels at drawn shapes (issue 32): softmax and a two-statistic row norm in float32,
 rows of a length no block pass divides (odd ones included), each drawn as a point of the
 search's one-kernel partition (the ``row_kernel`` rule: threads, vector width, how the
-slices are added), run in the simulator on NaN-poisoned outputs and held to
+slices are added; or, with fewer rows than SMs, ``split_rows``: the statistics in
+segments of the row on blocks of their own, segments and slices padded where they do
+not divide the row), run in the simulator on NaN-poisoned outputs and held to
 ``tc.evaluate`` within the bound of a reassociated float32 sum.
 
 The fast suite draws a few; ``pytest -m long`` draws more from the same seed.
@@ -41,7 +43,8 @@ def _draw_and_check(data) -> None:
     (fusion,) = [f for f in space.tileable_fusions() if len(space.groups(f)) == 1]
     point = space.sample(random.Random(data.draw(st.integers(0, 2 ** 16), label="point seed")), fusion)
     s = space.schedule(point)
-    assert len(tc.lower(s).kernels) == 1, point.describe()
+    ((_, rule, _),) = point.tilings
+    assert (len(tc.lower(s).kernels) == 1) == (rule == "row_kernel"), point.describe()
     assert tc.check(s).legal
     x = (np.random.default_rng(M * 1009 + N).standard_normal((M, N)) * 3.0).astype(np.float32)
     want = tc.evaluate(out, {tc.inputs(out)[0]: x})

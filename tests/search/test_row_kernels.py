@@ -12,6 +12,7 @@ import numpy as np
 import tcomp as tc
 from tcomp.search.kernels import ROOT, ROW
 from tcomp.search.space import Space
+from tcomp.search.tiling import ROW_KERNEL
 from workloads import run
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
@@ -21,6 +22,12 @@ import rmsnorm  # noqa: E402
 import softmax  # noqa: E402
 
 
+def _row_kernel_space(out):
+    """The space of ``out`` with the ``row_kernel`` rule alone (``split_rows`` tiles a row
+    operator of fewer rows than SMs too: tests/search/test_split_rows.py)."""
+    return Space(out, rules=[ROW_KERNEL])
+
+
 def _one_kernel_fusion(space):
     (fusion,) = [f for f in space.tileable_fusions() if len(space.groups(f)) == 1]
     return fusion
@@ -28,13 +35,14 @@ def _one_kernel_fusion(space):
 
 def test_softmax_has_the_one_kernel_partition_and_only_the_row_rule_tiles_it():
     """Softmax's four operators: the max, the exponentials (read by the sum and the
-    division, so never inlined) and the sum all join the division's kernel under "row"."""
+    division, so never inlined) and the sum all join the division's kernel under "row",
+    which the row rules alone tile."""
     space = Space(softmax.algorithm(64, 256))
     assert space.options == {"Mx": ("fused", ROW, ROOT), "E": (ROW, ROOT), "S": ("fused", ROW, ROOT)}
     fusion = _one_kernel_fusion(space)
     assert dict(fusion) == {"Mx": ROW, "E": ROW, "S": ROW}
     (group,) = space.groups(fusion)
-    assert [r.name for r in space.rules_for(group)] == ["row_kernel"]
+    assert [r.name for r in space.rules_for(group)] == ["row_kernel", "split_rows"]  # 64 rows: fewer than SMs
     assert frozenset(["Mx", "E", "S", "Y"]) in space.partitions()[0]
 
 
@@ -62,7 +70,7 @@ def test_every_drawn_row_kernel_of_softmax_matches_float64(rng):
     result as float64 in the simulator (outputs poisoned first)."""
     M, N = 3, 256
     Y = softmax.algorithm(M, N)
-    space = Space(Y)
+    space = _row_kernel_space(Y)
     fusion = _one_kernel_fusion(space)
     x = (rng.standard_normal((M, N)) * 4.0).astype(np.float32)
     e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
@@ -82,7 +90,7 @@ def test_every_drawn_row_kernel_of_softmax_matches_float64(rng):
 def test_layernorm_and_rmsnorm_row_kernels_match_tc_evaluate(rng):
     for example, inputs in ((layernorm, 3), (rmsnorm, 2)):
         Y = example.algorithm(2, 256)
-        space = Space(Y)
+        space = _row_kernel_space(Y)
         point = space.sample(random.Random(1), _one_kernel_fusion(space))
         s = space.schedule(point)
         assert len(tc.lower(s).kernels) == 1
@@ -109,13 +117,14 @@ def test_a_memory_bound_chain_ranks_16_byte_vectors_first(tmp_path):
     assert result.description.endswith("vector=8")
 
 
-def test_a_row_of_prime_length_is_reduced_by_one_thread(rng):
+def test_a_row_of_prime_length_is_cut_into_padded_slices(rng):
     """89 has no divisor to cut the row into slices (the fuzzer found rfactor refusing
-    1 part): the first thread reduces the whole row, and the result is still right."""
+    1 part): the slices' last terms are padded with the reduction's identity, and the
+    result is still right."""
     Y = softmax.algorithm(2, 89)
-    space = Space(Y)
+    space = _row_kernel_space(Y)
     s = space.schedule(space.sample(random.Random(0), _one_kernel_fusion(space)))
-    assert len(tc.lower(s).kernels) == 1
+    assert len(tc.lower(s).kernels) == 1 and "min(" in str(tc.lower(s))
     x = (rng.standard_normal((2, 89)) * 4.0).astype(np.float32)
     np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-7)
 
@@ -150,7 +159,7 @@ def test_per_row_quantization_is_one_row_kernel(rng):
     from tcomp.testing import algorithms
 
     X, R, Q = algorithms.rowmax_quant(3, 256)
-    space = Space(Q)
+    space = _row_kernel_space(Q)
     fusion = _one_kernel_fusion(space)
     assert dict(fusion) == {"R": ROW}
     x = rng.standard_normal((3, 256)).astype(np.float32)

@@ -14,6 +14,9 @@ The built-in ones, one family a module, in the order the space tries them:
 - :class:`RowKernel` (:mod:`.rows`): a row operator (softmax, RMSNorm) in one kernel, a
   block per row: its statistics and their consumers (``rows_in_blocks``, also a helper
   for hand schedules);
+- :class:`SplitRows` (:mod:`.split_rows`): a row operator of fewer rows than SMs, its
+  statistics in segments of the row on blocks of their own, merged in a fixed order
+  (``rows_over_blocks``, also a helper for hand schedules);
 - :class:`RowReduction` (:mod:`.rows`): a row reduction that is not a product;
 - :class:`FlatTiling` (:mod:`.flat`): any other kernel, flattened over blocks and threads.
 
@@ -33,6 +36,7 @@ from .products import matrix_product_operands
 from .rows import RowKernel, RowReduction, rows_in_blocks
 from .skinny import SkinnyProduct, stream_rows
 from .split_k import SplitK
+from .split_rows import SplitRows, rows_over_blocks
 from .warp import WarpTiling
 from .wgmma import WgmmaTiling, wgmma_tiles
 
@@ -43,12 +47,13 @@ SKINNY_PRODUCT = register_rule(SkinnyProduct())
 MMA_TILING = register_rule(MmaTiling())
 WGMMA_TILING = register_rule(WgmmaTiling())
 ROW_KERNEL = register_rule(RowKernel())
+SPLIT_ROWS = register_rule(SplitRows())
 ROW_REDUCTION = register_rule(RowReduction())
 FLAT_TILING = register_rule(FlatTiling())
 
 __all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_K", "MMA_M", "MMA_N", "MMA_PAD",
            "MMA_TILING", "MmaTiling", "ROW_KERNEL", "ROW_REDUCTION", "Rule", "RowKernel", "RowReduction",
-           "SKINNY_PRODUCT", "SPLIT_K", "SkinnyProduct", "SplitK", "TilingRule",
+           "SKINNY_PRODUCT", "SPLIT_K", "SPLIT_ROWS", "SkinnyProduct", "SplitK", "SplitRows", "TilingRule",
            "WARP_TILING", "WGMMA_TILING", "WarpTiling", "WgmmaTiling", "matrix_product_operands", "mma_warp_tiles",
-           "register_rule", "registered_rules", "rows_in_blocks", "stream_rows", "unregister_rule",
+           "register_rule", "registered_rules", "rows_in_blocks", "rows_over_blocks", "stream_rows", "unregister_rule",
            "wgmma_tiles"]

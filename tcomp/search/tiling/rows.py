@@ -46,8 +46,9 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
        for 4096).
     4. ``out``'s elements are written ``vector`` per thread and store.
 
-    A row whose length ``threads * vector`` does not divide ends in a guarded pass. A row
-    of a prime length has one slice: the first thread reduces the whole row.
+    A row whose length ``threads * vector`` does not divide ends in a guarded pass; a row
+    whose length has no divisor near its square root (a prime) is cut into slices whose
+    last ones are padded with the reduction's identity.
     ``tc.check`` holds that no statistic is read before its last slice is added."""
     if combine not in COMBINES:
         raise TcompError(f"rows_in_blocks: combine must be one of {', '.join(map(repr, COMBINES))}, got {combine!r}")
@@ -105,11 +106,19 @@ COMBINES = ("one_thread", "every_thread")
 
 
 def row_slices(length: int, threads: int) -> int:
-    """The slices :func:`rows_in_blocks` cuts a row's statistic into by default: of the
-    divisors of ``length`` up to ``threads``, the one nearest ``sqrt(length)`` (a slice of
-    ``length / slices`` values, then the ``slices`` partial values added)."""
-    divisors = [d for d in range(1, min(length, threads) + 1) if length % d == 0]
-    return min(divisors, key=lambda d: (length // d + d, -d))
+    """The slices :func:`rows_in_blocks` cuts a row's statistic into by default, balancing
+    a slice (``ceil(length / slices)`` values) against adding the ``slices`` partial
+    values: of the divisors of ``length`` up to ``threads``, the one whose path is
+    shortest; or, where no divisor comes within a quarter of the best path of any count
+    (a prime length, 151936 = 128 x 1187), that count, its last slices padded with the
+    reduction's identity (``s.rfactor`` with parts that do not divide)."""
+    def path(d):
+        return -(-length // d) + d
+
+    counts = range(1, min(length, threads) + 1)
+    exact = min((d for d in counts if length % d == 0), key=lambda d: (path(d), -d))
+    padded = min(counts, key=lambda d: (path(d), -d))
+    return padded if 1.25 * path(padded) < path(exact) else exact
 
 
 class RowKernel(Rule):
@@ -127,13 +136,7 @@ class RowKernel(Rule):
     defaults = {"combine": "one_thread", "stage_row": True, "row_stages": "inline"}
 
     def applies(self, group, space):
-        anchor = space.stages[group.anchor]
-        if anchor.reduction or row_shape(anchor) is None:
-            return False
-        if any(how not in (ROW, INLINE) for _, how in group.members):
-            return False
-        statistics, _ = statistics_and_between(group)
-        return bool(statistics) and len(row_sources(group)) == 1
+        return row_operator(group, space) and len(row_sources(group)) == 1
 
     def choices(self, group, space):
         _, between = statistics_and_between(group)
@@ -161,6 +164,18 @@ class RowKernel(Rule):
         rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics, inline=inline,
                        threads=p["threads"], vector=p["vector"], combine=p["combine"], stage_row=p["stage_row"],
                        shared_stages=shared)
+
+
+def row_operator(group, space) -> bool:
+    """Is ``group`` a row operator: an elementwise ``rows x N`` anchor with row statistics
+    (the ``"row"`` fusion rule) and otherwise only inlined members?"""
+    anchor = space.stages[group.anchor]
+    if anchor.reduction or row_shape(anchor) is None:
+        return False
+    if any(how not in (ROW, INLINE) for _, how in group.members):
+        return False
+    statistics, _ = statistics_and_between(group)
+    return bool(statistics)
 
 
 def statistics_and_between(group) -> tuple:
@@ -214,4 +229,5 @@ class RowReduction(Rule):
         s[partial].bind(s[partial].axis[0], "threadIdx.x")
 
 
-__all__ = ["RowKernel", "RowReduction", "row_slices", "row_sources", "rows_in_blocks"]
+__all__ = ["RowKernel", "RowReduction", "row_operator", "row_slices", "row_sources", "rows_in_blocks",
+           "statistics_and_between"]
