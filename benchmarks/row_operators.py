@@ -4,7 +4,10 @@ interleaved slices), at its default parameters and at a few others. Cases:
 
 - rmsnorm (examples/rmsnorm.py, bf16 with gamma): 1024 x 4096, 7239 x 4096 (the
   chapter's prefill) and 1 x 4096 (one decode row);
-- softmax (examples/softmax.py, float32): 4096 x 4096 and 4096 x 32768;
+- softmax (examples/softmax.py, float32): 4096 x 4096, 4096 x 32768, and one row of
+  151936 (a decode step's vocabulary, Qwen3's), where the example's ``split`` schedule
+  (``rows_over_blocks``: the statistics in segments on blocks of their own) is the
+  variant to compare with a block per row;
 - layernorm (examples/layernorm.py, bf16 with gamma and beta): 1024 x 4096;
 - gelu (examples/gelu_chain.py, bf16): 8192 x 8192, an elementwise chain with a bias
   broadcast down the rows (not a row operator; the same comparison).
@@ -38,15 +41,20 @@ from timing import time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
 CASES = {
     "rmsnorm1024": ("rmsnorm", 1024, 4096), "rmsnorm7239": ("rmsnorm", 7239, 4096), "rmsnorm1": ("rmsnorm", 1, 4096),
     "softmax4096": ("softmax", 4096, 4096), "softmax4096x32768": ("softmax", 4096, 32768),
+    "softmax1x151936": ("softmax", 1, 151936),
     "layernorm1024": ("layernorm", 1024, 4096), "gelu8192": ("gelu_chain", 8192, 8192),
 }
 
-#: hand-schedule variants: label -> rows_in_blocks keyword arguments (the defaults first)
+#: hand-schedule variants: label -> keyword arguments of the example's ``schedule`` (the
+#: defaults first), or (another schedule of its SCHEDULES, its keyword arguments)
 VARIANTS = {
     "default": {}, "every thread combines": dict(combine="every_thread"),
     "32 slices": dict(slices=32), "half the lanes": "half", "128 threads": dict(threads=128),
     "256 threads": dict(threads=256), "512 threads": dict(threads=512), "1024 threads": dict(threads=1024),
-    "row stages in shared memory": dict(row_stages="shared"), "row read again": dict(stage_row=False), "row read again at 256 threads": dict(stage_row=False, threads=256),
+    "row stages in shared memory": dict(row_stages="shared"), "row read again": dict(stage_row=False),
+    "row read again at 256 threads": dict(stage_row=False, threads=256),
+    "split over blocks": ("split", {}), "split in 128 segments": ("split", dict(segments=128)),
+    "split in 16 segments": ("split", dict(segments=16)),
 }
 
 
@@ -133,14 +141,23 @@ def main(argv=None) -> int:
         rows = []
         chosen = VARIANTS if args.variants is None else {v: VARIANTS[v] for v in args.variants.split(",")}
         for label, kwargs in (chosen.items() if not args.quick else [("default", {})]):
+            function = example.schedule
+            if isinstance(kwargs, tuple):
+                function, kwargs = getattr(example, "SCHEDULES", {}).get(kwargs[0]), kwargs[1]
+                if function is None:
+                    continue
             if kwargs == "half":
-                kwargs = dict(vector=inspect.signature(example.schedule).parameters["vector"].default // 2)
-            takes = set(inspect.signature(example.schedule).parameters)
+                kwargs = dict(vector=inspect.signature(function).parameters["vector"].default // 2)
+            takes = set(inspect.signature(function).parameters)
             if kwargs.get("threads", 0) > N // 8 or not set(kwargs) <= takes:
                 continue
             s = tc.create_schedule(out)
-            example.schedule(s, out, **kwargs)
-            mod = tc.build(s)
+            function(s, out, **kwargs)
+            try:
+                mod = tc.build(s)
+            except tc.TcompError as e:  # a staged row longer than shared memory
+                print(f"tcomp, {label}: not built: {str(e).splitlines()[0]}", flush=True)
+                continue
             y.fill_(float("nan"))
             mod(*inputs, y)
             torch.cuda.synchronize()

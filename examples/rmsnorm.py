@@ -18,7 +18,7 @@ threads idle and fewer rows in flight per SM):
 """
 
 import tcomp as tc
-from tcomp.search.tiling import rows_in_blocks
+from tcomp.search.tiling import rows_in_blocks, rows_over_blocks
 
 EPS = 1e-6
 
@@ -41,3 +41,15 @@ def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None, st
     rows_in_blocks(s, out, "X", readers=["SS", out.name], statistics=["SS"], threads=threads, vector=vector,
                    combine=combine, slices=slices,
                    stage_row=stage_row)
+
+
+def split(s, out, segments=8, threads=128, vector=8):
+    """Fewer rows than SMs (the chapter's Figure 5-11): the sum of squares in ``segments``
+    segments of the row on blocks of their own, merged in a fixed order by every block of
+    the output; two launches, the row read twice."""
+    rows_over_blocks(s, out, ["SS"], segments=segments, threads=threads, vector=vector)
+
+
+SCHEDULES = {"schedule": schedule, "split": split}
+#: the shapes at which a schedule that does not take the default one is compiled and checked
+SCHEDULE_SHAPES = {"split": dict(M=1)}

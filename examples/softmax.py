@@ -15,7 +15,7 @@ The hand schedule runs them in one kernel, with a block per row (``rows_in_block
 """
 
 import tcomp as tc
-from tcomp.search.tiling import rows_in_blocks
+from tcomp.search.tiling import rows_in_blocks, rows_over_blocks
 
 
 def algorithm(M=4096, N=4096):
@@ -41,3 +41,16 @@ def schedule(s, out, threads=64, vector=4, combine="one_thread", slices=None, st
                    inline=between if row_stages == "inline" else (),
                    shared_stages=between if row_stages == "shared" else (),
                    combine=combine, slices=slices, stage_row=stage_row)
+
+
+def split(s, out, segments=64, threads=256, vector=4):
+    """Few long rows (a decode step's vocabulary softmax, 1 x 151936): each statistic in
+    ``segments`` segments of the row on blocks of their own (``rows_over_blocks``, the
+    chapter's Figure 5-11), the max's segments merged by a small kernel, the sum's by
+    every block of the output; four launches, the row read three times, every SM busy."""
+    rows_over_blocks(s, out, ["Mx", "S"], inline=("E",), segments=segments, threads=threads, vector=vector)
+
+
+SCHEDULES = {"schedule": schedule, "split": split}
+#: the shapes at which a schedule that does not take the default one is compiled and checked
+SCHEDULE_SHAPES = {"split": dict(M=1, N=151936)}
