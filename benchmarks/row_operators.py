@@ -7,7 +7,8 @@ interleaved slices), at its default parameters and at a few others. Cases:
 - softmax (examples/softmax.py, float32): 4096 x 4096, 4096 x 32768, and one row of
   151936 (a decode step's vocabulary, Qwen3's), where the example's ``split`` schedule
   (``rows_over_blocks``: the statistics in segments on blocks of their own) is the
-  variant to compare with a block per row;
+  variant to compare with a block per row; 8192 x 1024, short rows, where a warp per row
+  and several rows a block (``rows=``) are the variants to compare;
 - layernorm (examples/layernorm.py, bf16 with gamma and beta): 1024 x 4096;
 - gelu (examples/gelu_chain.py, bf16): 8192 x 8192, an elementwise chain with a bias
   broadcast down the rows (not a row operator; the same comparison).
@@ -41,7 +42,7 @@ from timing import time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
 CASES = {
     "rmsnorm1024": ("rmsnorm", 1024, 4096), "rmsnorm7239": ("rmsnorm", 7239, 4096), "rmsnorm1": ("rmsnorm", 1, 4096),
     "softmax4096": ("softmax", 4096, 4096), "softmax4096x32768": ("softmax", 4096, 32768),
-    "softmax1x151936": ("softmax", 1, 151936),
+    "softmax1x151936": ("softmax", 1, 151936), "softmax8192x1024": ("softmax", 8192, 1024),
     "layernorm1024": ("layernorm", 1024, 4096), "gelu8192": ("gelu_chain", 8192, 8192),
 }
 
@@ -55,6 +56,7 @@ VARIANTS = {
     "row read again at 256 threads": dict(stage_row=False, threads=256),
     "split over blocks": ("split", {}), "split in 128 segments": ("split", dict(segments=128)),
     "split in 16 segments": ("split", dict(segments=16)),
+    "a warp a row, 4 rows a block": dict(threads=32, rows=4), "a warp a row, 8 rows a block": dict(threads=32, rows=8),
 }
 
 

@@ -180,3 +180,51 @@ def test_an_unknown_way_to_add_the_slices_is_refused_by_name():
     s = tc.create_schedule(Y)
     with pytest.raises(tc.TcompError, match="combine must be one of 'one_thread', 'every_thread', got 'tree'"):
         rows_in_blocks(s, Y, "X", readers=["Mx", "E"], statistics=["Mx", "S"], inline=("E",), combine="tree")
+
+
+def test_several_rows_a_block_a_warp_each_match_float64(rng):
+    """``rows=2``: a block of 32 x 2 threads takes two rows, a warp each (threadIdx.y
+    the row), for the row staged or read again, the exponentials inlined or in a shared
+    row; each row's slices added by its first thread."""
+    x = (rng.standard_normal((4, 128)) * 4.0).astype(np.float32)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    for stage_row in (True, False):
+        for row_stages in ("inline", "shared"):
+            Y = softmax.algorithm(4, 128)
+            s = tc.create_schedule(Y)
+            softmax.schedule(s, Y, threads=32, vector=2, stage_row=stage_row, row_stages=row_stages, rows=2)
+            (kernel,) = tc.lower(s).kernels
+            assert kernel.block == (32, 2, 1) and kernel.grid == (2, 1, 1)
+            assert tc.check(s).legal
+            np.testing.assert_allclose(run(s, [x]), want, rtol=1e-5, atol=1e-7)
+
+
+def test_the_search_offers_several_rows_a_block_for_short_rows(rng):
+    """Points with ``rows`` > 1 are among the row kernel's valid ones (a warp or two a
+    row, one thread adding the slices), and a drawn one matches tc.evaluate."""
+    Y = layernorm.algorithm(4, 256)
+    space = _row_kernel_space(Y)
+    (group,) = space.groups(_one_kernel_fusion(space))
+    valid = [dict(p) for p in space.valid_params(ROW_KERNEL, group)]
+    several = [p for p in valid if p["rows"] > 1]
+    assert several and all(p["combine"] == "one_thread" and p["threads"] <= 64 for p in several)
+    assert {p["rows"] for p in several} == {2, 4}  # 8 does not divide the 4 rows
+    x = (rng.standard_normal((4, 256)) * 3.0 + 5.0).astype(ml_dtypes.bfloat16)
+    gamma, beta = (rng.uniform(0.5, 1.5, 256).astype(ml_dtypes.bfloat16) for _ in range(2))
+    s = tc.create_schedule(Y)
+    ROW_KERNEL.apply(s, group, several[0])
+    assert tc.lower(s).kernels[0].block[1] == several[0]["rows"]
+    np.testing.assert_array_equal(run(s, [x, gamma, beta]).astype(np.float64),
+                                  tc.evaluate(Y, dict(zip(tc.inputs(Y), [x, gamma, beta]))).astype(np.float64))
+
+
+def test_bad_rows_a_block_are_refused_by_name():
+    import pytest
+
+    Y = rmsnorm.algorithm(6, 128)
+    for kwargs, needle in ((dict(rows=4), "divides the 6 rows of Y, got 4"),
+                           (dict(rows=2, combine="every_thread"), "adds the slices with combine='one_thread'")):
+        s = tc.create_schedule(Y)
+        with pytest.raises(tc.TcompError, match=needle):
+            rmsnorm.schedule(s, Y, threads=32, **kwargs)

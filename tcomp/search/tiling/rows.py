@@ -19,10 +19,14 @@ from .products import product_stage
 
 def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 64,
                    vector: int = 8, slices: int | None = None, combine: str = "one_thread",
-                   stage_row: bool = True, shared_stages: tuple = ()) -> None:
+                   stage_row: bool = True, shared_stages: tuple = (), rows: int = 1) -> None:
     """``out`` (rows x N) in one kernel, a block of ``threads`` per row (64 by default: a
     block's phases run one after another, and the other rows an SM holds hide them, so
-    small blocks are faster; 1.6x over 256 threads for RMSNorm at 7239 x 4096 on an H100):
+    small blocks are faster; 1.6x over 256 threads for RMSNorm at 7239 x 4096 on an H100).
+    With ``rows`` > 1 a block takes that many rows, ``threads`` threads each (``threadIdx.y``
+    the row): a warp per row for short rows, without 32-thread blocks' limit of half the
+    SM's threads. The slices of each row are then added by its first thread
+    (``combine="one_thread"``).
 
     1. The row of ``source`` (the tensor the row operator reads) is copied once into
        shared memory, ``vector`` elements per thread and copy, for the stages ``readers``
@@ -54,13 +58,27 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         raise TcompError(f"rows_in_blocks: combine must be one of {', '.join(map(repr, COMBINES))}, got {combine!r}")
     if isinstance(out, str):
         out = s[out].tensor
+    if not isinstance(rows, int) or isinstance(rows, bool) or rows < 1 or out.shape[0] % rows:
+        raise TcompError(f"rows_in_blocks: rows (a block's rows) must be a positive integer that divides the "
+                         f"{out.shape[0]} rows of {out.name}, got {rows!r}: every thread of a block reaches "
+                         f"its barriers")
+    if rows > 1 and combine != "one_thread":
+        # NOTE: a statistic in each thread's registers, read by the next statistic's slices
+        # on threadIdx.y, is a region bound inference cannot yet narrow to the thread's row
+        raise TcompError(f"rows_in_blocks: a block of {rows} rows adds the slices with combine='one_thread' "
+                         f"(the first thread of each row), not {combine!r}")
     if slices is None:
         slices = row_slices(out.shape[-1], threads)
     row_cache = s.cache_read(source, "shared", list(readers)) if stage_row else None
     for name in inline:
         s[name].compute_inline()
     row, j = s[out].axis
-    s[out].bind(row, "blockIdx.x")
+    if rows > 1:
+        block, row = s[out].split(row, rows)
+        s[out].bind(block, "blockIdx.x")
+        s[out].bind(row, "threadIdx.y")
+    else:
+        s[out].bind(row, "blockIdx.x")
     j, lanes = s[out].split(j, vector)
     steps, thread = s[out].split(j, threads)
     s[out].reorder(thread, steps, lanes)
@@ -69,7 +87,7 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     for name in shared_stages:
         s[name].set_scope("shared")
         s[name].compute_at(s[out], row)
-        _fill_row(s, name, threads, vector)
+        _fill_row(s, name, threads, vector, rows)
     for name in statistics:
         partial = s.rfactor(name, slices, interleaved=True) if slices > 1 else None
         if combine == "one_thread" or partial is None:
@@ -77,24 +95,42 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
             s[name].set_scope("shared")
         s[name].compute_at(s[out], row)
         if combine == "one_thread" or partial is None:
-            s[name].bind(s[name].axis[0], "threadIdx.x")
-            s[total].compute_at(s[name], s[name].axis[0])
+            s[total].compute_at(s[name], _first_thread_of_each_row(s, name, rows))
         if partial is None:
             continue
         s[partial].set_scope("shared")
         accumulator = s.cache_write(partial, "local")
         s[partial].compute_at(s[out], row)
-        s[partial].bind(s[partial].axis[0], "threadIdx.x")
-        s[accumulator].compute_at(s[partial], s[partial].axis[0])
+        slice_axis, row_axis = s[partial].axis
+        s[partial].bind(slice_axis, "threadIdx.x")
+        if rows > 1:
+            s[partial].bind(row_axis, "threadIdx.y")
+        s[accumulator].compute_at(s[partial], row_axis if rows > 1 else slice_axis)
     if row_cache is not None:
         s[row_cache].compute_at(s[out], row)
-        _fill_row(s, row_cache, threads, vector)
+        _fill_row(s, row_cache, threads, vector, rows)
 
 
-def _fill_row(s, name, threads: int, vector: int) -> None:
+def _first_thread_of_each_row(s, name: str, rows: int):
+    """Statistic ``name`` (shared, one value a row of the block) written by the first
+    thread of each row's threads; returns the innermost axis, where its accumulator goes."""
+    (axis,) = s[name].axis
+    if rows == 1:
+        s[name].bind(axis, "threadIdx.x")
+        return axis
+    row, first = s[name].split(axis, 1)
+    s[name].bind(row, "threadIdx.y")
+    s[name].bind(first, "threadIdx.x")
+    return first
+
+
+def _fill_row(s, name, threads: int, vector: int, rows: int = 1) -> None:
     """The block's threads compute a row of stage ``name`` together (a shared row):
-    ``vector`` consecutive elements per thread and access, ``threads`` such vectors apart."""
-    _, columns = s[name].axis
+    ``vector`` consecutive elements per thread and access, ``threads`` such vectors apart;
+    with ``rows`` rows a block, each row by its own threads (``threadIdx.y``)."""
+    row, columns = s[name].axis
+    if rows > 1:
+        s[name].bind(row, "threadIdx.y")
     columns, lanes = s[name].split(columns, vector)
     s[name].vectorize(lanes)
     _, thread = s[name].split(columns, threads)
@@ -128,12 +164,13 @@ class RowKernel(Rule):
     N`` tensor (the row staged in shared memory). Its parameters are the threads of a
     block, the elements of one vector access, how a statistic's slices are added
     (``combine``: by the first thread, or by every thread), whether the row is staged
-    in shared memory (``stage_row``) or read again from device memory (the L2), and
+    in shared memory (``stage_row``) or read again from device memory (the L2),
     whether the elementwise stages between statistics are inlined or computed once
-    into shared rows (``row_stages``)."""
+    into shared rows (``row_stages``), and the rows a block takes (``rows``: a warp or
+    two per row, several rows a block, for short rows)."""
 
     name = "row_kernel"
-    defaults = {"combine": "one_thread", "stage_row": True, "row_stages": "inline"}
+    defaults = {"combine": "one_thread", "stage_row": True, "row_stages": "inline", "rows": 1}
 
     def applies(self, group, space):
         return row_operator(group, space) and len(row_sources(group)) == 1
@@ -141,10 +178,11 @@ class RowKernel(Rule):
     def choices(self, group, space):
         _, between = statistics_and_between(group)
         return {"threads": [32, 64, 128, 256, 512, 1024], "vector": [1, 2, 4, 8, 16], "combine": list(COMBINES),
-                "stage_row": [False, True], "row_stages": ["inline", "shared"] if between else ["inline"]}
+                "stage_row": [False, True], "row_stages": ["inline", "shared"] if between else ["inline"],
+                "rows": [1, 2, 4, 8]}
 
     def valid(self, group, space, p):
-        _, length = row_shape(space.stages[group.anchor])
+        rows, length = row_shape(space.stages[group.anchor])
         (source,) = row_sources(group)
         widest = max(itemsize(source.dtype), itemsize(space.stages[group.anchor].op.output.dtype))
         if p["vector"] * widest > 16 or length % p["vector"] or p["threads"] * p["vector"] > length:
@@ -153,8 +191,11 @@ class RowKernel(Rule):
         row_bytes = length * itemsize(source.dtype) if p["stage_row"] else 0
         if p["row_stages"] == "shared":
             row_bytes += sum(length * itemsize(space.stages[n].op.output.dtype) for n in between)
-        shared = row_bytes + 4 * row_slices(length, p["threads"]) * len(statistics)
-        return p["threads"] <= space.target.max_threads_per_block and shared <= space.target.smem_per_block
+        shared = (row_bytes + 4 * row_slices(length, p["threads"]) * len(statistics)) * p["rows"]
+        several_rows = p["rows"] == 1 or (p["combine"] == "one_thread" and p["threads"] <= 64
+                                          and rows % p["rows"] == 0)
+        return (p["threads"] * p["rows"] <= space.target.max_threads_per_block and several_rows
+                and shared <= space.target.smem_per_block)
 
     def apply(self, s, group, p):
         (source,) = row_sources(group)
@@ -163,7 +204,7 @@ class RowKernel(Rule):
         inline, shared = (between, ()) if p["row_stages"] == "inline" else ((), between)
         rows_in_blocks(s, group.anchor, source.name, readers=readers, statistics=statistics, inline=inline,
                        threads=p["threads"], vector=p["vector"], combine=p["combine"], stage_row=p["stage_row"],
-                       shared_stages=shared)
+                       shared_stages=shared, rows=p["rows"])
 
 
 def row_operator(group, space) -> bool:
