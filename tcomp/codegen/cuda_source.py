@@ -501,8 +501,11 @@ class KernelWriter:
         body_lines_start = len(self.lines)
         declared = allocated_buffers(k)
         shared = [b for b in declared if b.scope == "shared"]
-        layout = shared_layout(shared)
-        if not self.simulator and (layout.total_bytes > self.target.max_static_shared_bytes or layout.swizzled):
+        layout = shared_layout(shared, k.shared_reuse)
+        if self.simulator and k.shared_reuse:
+            self.declare_simulated_shared(shared, layout)
+        elif not self.simulator and (layout.total_bytes > self.target.max_static_shared_bytes or layout.swizzled
+                                     or k.shared_reuse):
             self.declare_dynamic_shared(shared, layout)
         for b in declared:
             if b.scope == "shared" and self.dynamic_shared:
@@ -539,6 +542,18 @@ class KernelWriter:
             first = f"{base_shift} + {self.constant(start)}" if aligned else f"{start}"
             last = f"{base_shift} + {self.constant(start + b.size)}" if aligned else f"{start + b.size}"
             self.emit(f"{self.name(b, b.name)} = {base}[{first}:{last}]", 1)
+        self.dynamic_shared = layout.total_bytes
+
+    def declare_simulated_shared(self, shared: list, layout) -> None:
+        """In the simulator, shared buffers that reuse others' bytes (``Kernel.shared_reuse``)
+        as views of one byte array at ``layout``'s offsets: the simulator has no dynamic
+        shared memory to alias."""
+        base = self.name(("simulated shared",), "_shared_bytes")
+        self.emit(f"{base} = cuda.shared.array({layout.total_bytes}, uint8)", 1)
+        for b, offset in zip(shared, layout.offsets):
+            nbytes = b.size * element_bytes(b)
+            view = f"np.{storage_type(b)}"  # numpy's type: the simulator's arrays are numpy arrays
+            self.emit(f"{self.name(b, b.name)} = {base}[{offset}:{offset + nbytes}].view({view})", 1)
         self.dynamic_shared = layout.total_bytes
 
 

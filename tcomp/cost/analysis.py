@@ -54,6 +54,7 @@ from ..ir.functions import scalar_function
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, Buffer, For, FragmentLoad, Kernel, Seq,
                        Store, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, walk
+from ..target.storage import kernel_shared_bytes
 
 #: registers a thread needs besides its local buffers: indices, pointers, loop counters
 BASE_REGISTERS = 14
@@ -247,7 +248,6 @@ class _KernelWalk:
         self.mma_sync_flops = 0.0
         self.traffic: dict = {}
         self.dtypes: dict = {}
-        self.smem = 0
         self.local_regs = 0
         self.warp_instr = 0.0
         self.thread_instr = 0.0
@@ -344,9 +344,7 @@ class _KernelWalk:
             b = s.buffer
             if b not in self._allocated:  # NOTE: a partitioned loop allocates once per part
                 self._allocated.add(b)
-                if b.scope == "shared":
-                    self.smem += b.size * itemsize(b.dtype)
-                elif b.scope == "local":
+                if b.scope == "local":
                     self.local_regs += b.size * max(1, -(-itemsize(b.dtype) // 4))
             self._stmt(s.body, loops)
         elif isinstance(s, Store):
@@ -751,7 +749,7 @@ def analyze_kernel(kernel: Kernel) -> KernelCounts:
         matrix_flops=w.matrix_flops,
         traffic=traffic,
         dtypes=w.dtypes,
-        smem_bytes=w.smem,
+        smem_bytes=kernel_shared_bytes(kernel),  # as the code generator lays it out
         local_registers=w.local_regs,
         regs_in_flight=int(rounds.in_flight),
         warp_instructions=w.warp_instr,

@@ -250,6 +250,9 @@ class Kernel(Stmt):
     body: Stmt
     grid: tuple = (1, 1, 1)
     block: tuple = (1, 1, 1)
+    #: ((shared buffer, (the buffers it may take the bytes of, all dead before its first
+    #: use), ...)): ``tcomp.lower.shared_reuse``; the layout of ``tcomp.target.storage``
+    shared_reuse: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -74,22 +74,35 @@ class SharedLayout:
     swizzled: bool  # some buffer is swizzled: the base is the first 1024-byte boundary
 
 
-def shared_layout(buffers) -> SharedLayout:
-    """The layout of ``buffers`` (in declaration order) in a block's shared memory."""
+def shared_layout(buffers, reuse=()) -> SharedLayout:
+    """The layout of ``buffers`` (in declaration order) in a block's shared memory: one
+    after another, except that a buffer of ``reuse`` (``Kernel.shared_reuse``: pairs of a
+    buffer and the buffers dead before its first use) starts at the lowest offset where
+    it overlaps only buffers dead before it."""
     buffers = list(buffers)
+    dead = {b: set(before) for b, before in reuse}
     swizzled = any(b.swizzle for b in buffers)
-    offset, offsets = 0, []
-    for b in buffers:
-        if b.swizzle:
-            offset = -(-offset // SWIZZLE_ALIGNMENT) * SWIZZLE_ALIGNMENT
-        offsets.append(offset)
-        offset += -(-b.size * element_bytes(b) // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
-    return SharedLayout(tuple(offsets), offset + (SWIZZLE_ALIGNMENT if swizzled else 0), swizzled)
+    placed = {}  # buffer -> (start, end)
+    end = 0
+    for b in [b for b in buffers if b not in dead] + [b for b in buffers if b in dead]:
+        alignment = SWIZZLE_ALIGNMENT if b.swizzle else SHARED_ALIGNMENT
+        size = -(-b.size * element_bytes(b) // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
+        starts = sorted({span[0] for other, span in placed.items() if other in dead.get(b, ())}) + [end]
+        for start in starts:
+            start = -(-start // alignment) * alignment
+            if all(other in dead.get(b, ()) or start >= stop or start + size <= begin
+                   for other, (begin, stop) in placed.items()):
+                break
+        placed[b] = (start, start + size)
+        end = max(end, start + size)
+    offsets = tuple(placed[b][0] for b in buffers)
+    return SharedLayout(offsets, end + (SWIZZLE_ALIGNMENT if swizzled else 0), swizzled)
 
 
 def kernel_shared_bytes(kernel) -> int:
     """Bytes of shared memory one block of ``kernel`` needs (``shared_layout``'s count)."""
-    return shared_layout(b for b in allocated_buffers(kernel) if b.scope == "shared").total_bytes
+    shared = (b for b in allocated_buffers(kernel) if b.scope == "shared")
+    return shared_layout(shared, kernel.shared_reuse).total_bytes
 
 
 __all__ = ["NARROW_FLOATS", "REGISTER_TYPE", "SHARED_ALIGNMENT", "STORAGE_TYPE", "SWIZZLE_ALIGNMENT", "SharedLayout",

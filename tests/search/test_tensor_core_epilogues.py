@@ -107,13 +107,15 @@ def test_a_bf16_output_is_staged_and_rounded_once(rng):
 
 
 def test_staging_is_the_default_only_where_it_helps_and_fits():
-    """Staged: an output under 4 bytes after the product, when its padded tile fits beside
-    the rings. Not staged: the product's own float32 output (its pairs fill sectors), or
-    a tile that would overflow shared memory (192 x 192 blocks in 4-stage rings)."""
+    """Staged: an output under 4 bytes after the product, its padded tile in the bytes of
+    the rings, which the k loop is done with (192 x 192 blocks in 4-stage rings too, which
+    cannot hold the tile beside the rings). Not staged: the product's own float32 output
+    (its pairs fill sectors)."""
     s, Q = _ffn_on_wgmma(128, 256, 64, BM=128, BN=256, BK=64, stages=4)
     assert output_staged(Q, "C", 128, 256, 64, 4)
-    assert shared_bytes(128, 256, 64, 4, 1) <= 232448 < shared_bytes(192, 192, 64, 4, 1)
-    assert not output_staged(Q, "C", 192, 192, 64, 4)
+    rings = (192 + 192) * 64 * 2 * 4
+    assert shared_bytes(192, 192, 64, 4, 1) == rings + 1024 <= 232448 < rings + 192 * 208 + 1024
+    assert output_staged(Q, "C", 192, 192, 64, 4)
     assert output_staged(Q, "C", 192, 192, 64, 3)
     A, W, C = product_16_bit(128, 256, 64)
     assert not output_staged(C, "C", 128, 256, 64, 4)
@@ -166,10 +168,34 @@ print(json.dumps(reports))
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs CUDA's ptxas on the PATH")
 def test_the_ffn_kernels_assemble_without_spills():
-    """The example's FFN kernels: 1024 rows (128 x 256 blocks, the int8 tile staged and
-    written in 16-byte stores), 333 rows (192 x 192 blocks in 4-stage rings, not staged:
-    the tile does not fit beside them)."""
+    """The example's FFN kernels: 1024 rows (128 x 256 blocks) and 333 rows (192 x 192
+    blocks in 4-stage rings, the tile in the rings' bytes), each with its int8 tile
+    staged and written in 16-byte stores."""
     report = json_from_a_process_without_the_simulator(["-c", _ASSEMBLE])
-    assert report["1024"]["spills"] == 0 and report["1024"]["registers"] <= 168
-    assert report["1024"]["wide_stores"] > 0
-    assert report["333"]["spills"] == 0 and report["333"]["wide_stores"] == 0
+    for M in ("1024", "333"):
+        assert report[M]["spills"] == 0 and report[M]["registers"] <= 168, report
+        assert report[M]["wide_stores"] > 0
+
+
+def test_a_staged_tile_takes_the_bytes_of_the_rings_after_the_k_loop(rng):
+    """The 192 x 192 int8 tile of the FFN in 4-stage rings: lowering lets it reuse the
+    rings' bytes (``Kernel.shared_reuse``), with a cp.async wait and a barrier between the
+    k loop's last wgmma wait and the epilogue's first store; the block then needs the
+    rings' bytes only, and the simulator (one byte array, each buffer a view) still
+    computes tc.evaluate's int8 values."""
+    from tcomp.ir.stmt import AsyncWait, Barrier, Seq, WarpgroupWait
+    from tcomp.target.storage import kernel_shared_bytes
+
+    s, Q = _ffn_on_wgmma(192, 192, 128, BM=192, BN=192, BK=64, stages=4)
+    (kernel,) = tc.lower(s).kernels
+    ((late, dead),) = kernel.shared_reuse
+    assert late.name == "Q_shared" and {b.name for b in dead} == {"A_shared", "W_shared"}
+    assert kernel_shared_bytes(kernel) == (192 + 192) * 64 * 2 * 4 + 1024
+    seqs = [n for n in walk(kernel) if isinstance(n, Seq)
+            and any(isinstance(a, AsyncWait) and a.pending == 0 and isinstance(b, Barrier)
+                    for a, b in zip(n.stmts, n.stmts[1:]))]
+    assert len(seqs) == 1
+    waits = [n for n in walk(seqs[0]) if isinstance(n, WarpgroupWait) and n.pending == 0]
+    assert waits  # the last wgmma chain is retired before the barrier
+    got, want = _run_against_evaluate(s, Q, rng, poison=-99)
+    np.testing.assert_array_equal(got, want)

@@ -45,8 +45,10 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     (``cache_write``, its rows padded by 16 bytes against bank conflicts), and after a
     barrier the block copies the tile to ``out`` in 16-byte stores, whole rows of sectors:
     the fragment's own stores of an output narrower than 4 bytes (bf16, int8) leave
-    32-byte sectors partly written. None (the default) stages such an output where
-    the tile fits shared memory beside the rings (:func:`output_staged`)."""
+    32-byte sectors partly written. The tile takes the bytes of the rings, which the k
+    loop is done with by then (``tcomp.lower.shared_reuse`` adds the barrier). None (the
+    default) stages such an output where the tile fits shared memory
+    (:func:`output_staged`)."""
     *lead, M, N = out.shape
     if len(lead) > 1:
         raise ScheduleError(f"wgmma_tiles tiles the last two axes of {out.name} and binds one axis ahead of them "
@@ -112,8 +114,8 @@ OUTPUT_ROW_PAD = 16
 def output_staged(out, product, BM: int, BN: int, BK: int, stages: int, target=None) -> bool:
     """Does :func:`wgmma_tiles` stage ``out``'s tile in shared memory by default? Where
     ``out`` is a stage after the product whose elements are under 4 bytes (a pair of them
-    leaves a 32-byte sector partly written) and its padded tile fits beside the rings of
-    16-bit operands in ``target``'s (default: ``DEFAULT_TARGET``) shared memory."""
+    leaves a 32-byte sector partly written) and its padded tile fits ``target``'s
+    (default: ``DEFAULT_TARGET``) shared memory, in the rings' bytes."""
     size = itemsize(out.dtype)
     if out.name == product or size >= 4:
         return False
@@ -122,12 +124,12 @@ def output_staged(out, product, BM: int, BN: int, BK: int, stages: int, target=N
 
 def shared_bytes(BM: int, BN: int, BK: int, stages: int, output_itemsize: int = 0) -> int:
     """Shared memory of :func:`wgmma_tiles`' blocks: the rings of 16-bit operand tiles on
-    the swizzle's alignment, and a staged output tile (``output_itemsize`` > 0) with its
-    padded rows on a 16-byte boundary."""
-    rings = (BM + BN) * BK * 2 * max(stages, 1) + SWIZZLE_ALIGNMENT
-    if not output_itemsize:
-        return rings
-    return rings + BM * (BN * output_itemsize + OUTPUT_ROW_PAD)
+    the swizzle's alignment; a staged output tile (``output_itemsize`` > 0, its rows
+    padded) takes the rings' bytes once the k loop is done with them
+    (``tcomp.lower.shared_reuse``), so the block needs the larger of the two."""
+    rings = (BM + BN) * BK * 2 * max(stages, 1)
+    tile = BM * (BN * output_itemsize + OUTPUT_ROW_PAD) if output_itemsize else 0
+    return max(rings, tile) + SWIZZLE_ALIGNMENT
 
 
 def _copy_out(s, out, writer, block_axis, rows, cols, BM: int) -> None:
