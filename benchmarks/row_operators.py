@@ -57,6 +57,7 @@ VARIANTS = {
     "split over blocks": ("split", {}), "split in 128 segments": ("split", dict(segments=128)),
     "split in 16 segments": ("split", dict(segments=16)),
     "a warp a row, 4 rows a block": dict(threads=32, rows=4), "a warp a row, 8 rows a block": dict(threads=32, rows=8),
+    "a warp a row, shuffles": ("warps", {}), "a warp a row, shuffles, 8 rows a block": ("warps", dict(rows=8)),
 }
 
 

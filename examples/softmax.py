@@ -52,6 +52,14 @@ def split(s, out, segments=64, threads=256, vector=4):
     rows_over_blocks(s, out, ["Mx", "S"], inline=("E",), segments=segments, threads=threads, vector=vector)
 
 
-SCHEDULES = {"schedule": schedule, "split": split}
+def warps(s, out, rows=4, vector=4):
+    """Short rows (8192 x 1024): a warp a row, ``rows`` rows a block, each row read from
+    device memory for its max, again (from the L2) for its sum and its output; every lane
+    adds the 32 slices, read from the other lanes' registers through warp shuffles, so no
+    shared memory and no barrier (``tcomp.lower.warp_shuffle``)."""
+    schedule(s, out, threads=32, vector=vector, combine="every_thread", stage_row=False, rows=rows)
+
+
+SCHEDULES = {"schedule": schedule, "split": split, "warps": warps}
 #: the shapes at which a schedule that does not take the default one is compiled and checked
-SCHEDULE_SHAPES = {"split": dict(M=1, N=151936)}
+SCHEDULE_SHAPES = {"split": dict(M=1, N=151936), "warps": dict(M=8192, N=1024)}

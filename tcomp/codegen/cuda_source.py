@@ -25,7 +25,8 @@ import numpy as np
 
 from ..dtypes import host_dtype, is_float
 from ..errors import CodegenError, InternalError
-from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var, binary
+from ..ir.expr import (And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Select, Var, WarpShuffle,
+                       binary)
 from ..ir.functions import SCALAR_FUNCTIONS, scalar_function
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
@@ -134,6 +135,9 @@ class KernelWriter:
             return self.cast(e)
         if isinstance(e, Select):
             return f"({self.value(e.a)} if {self.cond(e.cond)} else {self.value(e.b)})"
+        if isinstance(e, WarpShuffle):
+            scratch = f", {self.name(('shuffle scratch',), SHUFFLE_SCRATCH)}" if self.simulator else ""
+            return f"_shfl({self.value(e.value)}, {self.index(e.lane)}{scratch})"
         raise CodegenError(f"unsupported expression {type(e).__name__}: {e}")
 
     def load(self, e: Load) -> str:
@@ -502,6 +506,10 @@ class KernelWriter:
         declared = allocated_buffers(k)
         shared = [b for b in declared if b.scope == "shared"]
         layout = shared_layout(shared, k.shared_reuse)
+        if self.simulator and any(isinstance(n, WarpShuffle) for n in walk(k.body)):
+            threads = k.block[0] * k.block[1] * k.block[2]
+            scratch = self.name(("shuffle scratch",), SHUFFLE_SCRATCH)
+            self.emit(f"{scratch} = cuda.shared.array({threads}, float32)  # the simulator's shuffles", 1)
         if self.simulator and k.shared_reuse:
             self.declare_simulated_shared(shared, layout)
         elif not self.simulator and (layout.total_bytes > self.target.max_static_shared_bytes or layout.swizzled
@@ -555,6 +563,10 @@ class KernelWriter:
             view = f"np.{storage_type(b)}"  # numpy's type: the simulator's arrays are numpy arrays
             self.emit(f"{self.name(b, b.name)} = {base}[{offset}:{offset + nbytes}].view({view})", 1)
         self.dynamic_shared = layout.total_bytes
+
+
+#: the simulator's stand-in for the lanes' registers that a shuffle reads (``_shfl``)
+SHUFFLE_SCRATCH = "_shuffle_scratch"
 
 
 def _bit_copy(store: Store) -> bool:

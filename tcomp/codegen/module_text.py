@@ -15,6 +15,11 @@ def _rint(x):
 
 
 @cuda.jit(device=True, inline="always")
+def _shfl(x, lane):
+    return cuda.shfl_sync(0xFFFFFFFF, x, lane)  # this warp's lane ``lane``'s x
+
+
+@cuda.jit(device=True, inline="always")
 def _exp(x):
     return math.exp(x)
 
@@ -64,6 +69,17 @@ from numba import cuda, float32, int8, int32, uint8, uint16, uint32, uint64
 
 def _rint(x):
     return float32(np.rint(x))
+
+
+def _shfl(x, lane, scratch):
+    # shfl.sync in the simulator: every thread of the block posts its x, a barrier, each
+    # reads its warp's lane ``lane`` (a warp is one row of threadIdx.x, 32 wide), a barrier
+    me = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
+    scratch[me] = x
+    cuda.syncthreads()
+    value = scratch[me - cuda.threadIdx.x + lane]
+    cuda.syncthreads()
+    return float32(value)
 
 
 def _exp(x):

@@ -49,7 +49,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
-from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var
+from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var, WarpShuffle
 from ..ir.functions import scalar_function
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, Buffer, For, FragmentLoad, Kernel, Seq,
                        Store, WarpgroupMma, WarpgroupWait, WarpMma)
@@ -203,6 +203,8 @@ def _arith(e: Expr) -> tuple[float, float]:
                         break
         elif isinstance(n, Call):
             instr += scalar_function(n.name).instructions
+        elif isinstance(n, WarpShuffle):
+            instr += 1  # shfl.sync
         elif isinstance(n, (Compare, Select)) and _is_float(getattr(n.a, "dtype", "")):
             instr += 1
         elif isinstance(n, Cast):

@@ -214,6 +214,19 @@ class Reduce(Expr):
 
 
 @dataclass(frozen=True, eq=False)
+class WarpShuffle(Expr):
+    """``value`` as lane ``lane`` of this thread's warp holds it (``shfl.sync.idx``): every
+    lane of the warp evaluates it together (``tcomp.lower.warp_shuffle``)."""
+
+    value: Expr
+    lane: Expr
+    dtype: str = field(init=False)
+
+    def __post_init__(self):
+        object.__setattr__(self, "dtype", self.value.dtype)
+
+
+@dataclass(frozen=True, eq=False)
 class Load(Expr):
     buffer: Any  # tcomp.ir.stmt.Buffer
     index: Expr

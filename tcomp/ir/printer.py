@@ -8,7 +8,8 @@ expression in the printout means one thing.
 
 from __future__ import annotations
 
-from .expr import And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Reduce, Select, TensorRead, Var
+from .expr import (And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm, Load, Reduce, Select, TensorRead, Var,
+                   WarpShuffle)
 
 _PREC = {"max": 100, "min": 100, "*": 20, "/": 20, "//": 20, "%": 20, "+": 10, "-": 10, "^": 5}
 
@@ -45,6 +46,8 @@ def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str
         return f"select({sub(e.cond)}, {sub(e.a)}, {sub(e.b)})"
     if isinstance(e, Load):
         return f"{e.buffer.name}[{sub(e.index)}]"
+    if isinstance(e, WarpShuffle):
+        return f"shfl({sub(e.value)}, lane={sub(e.lane)})"
     if isinstance(e, TensorRead):
         return f"{e.tensor.name}[{', '.join(sub(i) for i in e.indices)}]"
     if isinstance(e, Reduce):

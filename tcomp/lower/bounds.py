@@ -201,9 +201,14 @@ class BoundInference:
             env.update(self._enclosing_thread_loops(consumer))
         per_dim: list = [[] for _ in stage.root_axes]
         strided: list = [[] for _ in stage.root_axes]
+        own_threads = {} if shared else self._fixed_thread_loops(consumer, axis)
         for reader in readers:
             for inner in self._path_inside(reader, consumer, axis, stage):
                 env.update({v: Interval(IntImm(0), e) for v, e in self.layout(inner).extents.items()})
+                # a local buffer is the thread's own: a loop inside bound to a thread index that
+                # the attach point fixes runs in this thread only where the two indices agree
+                env.update({v: Interval(own_threads[tag], 1) for v, tag in inner.bindings.items()
+                            if tag in own_threads})
             rlayout = self.layout(reader)
             for r in self._reads_of(stage, reader):
                 for dim in range(len(stage.root_axes)):
@@ -275,6 +280,12 @@ class BoundInference:
                 if tag in THREAD_TAGS:
                     env[v] = Interval(IntImm(0), layout.extents[v])
         return env
+
+    def _fixed_thread_loops(self, stage: Stage, axis) -> dict:
+        """{thread index: loop variable} of ``stage``'s loops bound to threads at or
+        outside its loop ``axis``."""
+        pos = stage.leaf_vars.index(axis)
+        return {stage.bindings[v]: v for v in stage.leaf_vars[:pos + 1] if stage.bindings.get(v) in THREAD_TAGS}
 
     def _loop_env(self, stage: Stage, layout: StageLayout, axis, relax_threads: bool) -> dict:
         """Intervals of ``stage``'s leaf vars for one iteration of its loop ``axis``."""

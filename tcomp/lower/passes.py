@@ -11,6 +11,7 @@ from ..ir.visitor import free_vars, map_children, rewrite, substitute, walk
 from .fragments import load_fragments
 from .partition import partition_loops
 from .shared_reuse import share_shared_memory
+from .warp_shuffle import shuffle_within_warps
 from .tensorize import tensorize_loops
 from .warpgroup import order_warpgroup_mma
 
@@ -149,6 +150,7 @@ KERNEL_PASSES = (
     ("order_warpgroup_mma", order_warpgroup_mma),
     ("load_fragments", load_fragments),
     ("drop_unit_loops", drop_unit_loops),
+    ("shuffle_within_warps", shuffle_within_warps),
     ("share_shared_memory", share_shared_memory),
     ("simplify_in_loop_ranges", simplify_in_loop_ranges),
 )

@@ -11,6 +11,7 @@ import numpy as np
 
 import tcomp as tc
 from tcomp.search.kernels import ROOT, ROW
+from tcomp.ir.visitor import walk
 from tcomp.search.space import Space
 from tcomp.search.tiling import ROW_KERNEL
 from workloads import run
@@ -202,13 +203,13 @@ def test_several_rows_a_block_a_warp_each_match_float64(rng):
 
 def test_the_search_offers_several_rows_a_block_for_short_rows(rng):
     """Points with ``rows`` > 1 are among the row kernel's valid ones (a warp or two a
-    row, one thread adding the slices), and a drawn one matches tc.evaluate."""
+    row), and one matches tc.evaluate."""
     Y = layernorm.algorithm(4, 256)
     space = _row_kernel_space(Y)
     (group,) = space.groups(_one_kernel_fusion(space))
     valid = [dict(p) for p in space.valid_params(ROW_KERNEL, group)]
     several = [p for p in valid if p["rows"] > 1]
-    assert several and all(p["combine"] == "one_thread" and p["threads"] <= 64 for p in several)
+    assert several and all(p["threads"] <= 64 for p in several)
     assert {p["rows"] for p in several} == {2, 4}  # 8 does not divide the 4 rows
     x = (rng.standard_normal((4, 256)) * 3.0 + 5.0).astype(ml_dtypes.bfloat16)
     gamma, beta = (rng.uniform(0.5, 1.5, 256).astype(ml_dtypes.bfloat16) for _ in range(2))
@@ -224,7 +225,50 @@ def test_bad_rows_a_block_are_refused_by_name():
 
     Y = rmsnorm.algorithm(6, 128)
     for kwargs, needle in ((dict(rows=4), "divides the 6 rows of Y, got 4"),
-                           (dict(rows=2, combine="every_thread"), "adds the slices with combine='one_thread'")):
+                           (dict(rows=0), "must be a positive integer")):
         s = tc.create_schedule(Y)
         with pytest.raises(tc.TcompError, match=needle):
             rmsnorm.schedule(s, Y, threads=32, **kwargs)
+
+
+def _softmax_warps(rows, stage_row, M=8, N=1024, threads=32, combine="every_thread"):
+    Y = softmax.algorithm(M, N)
+    s = tc.create_schedule(Y)
+    softmax.schedule(s, Y, threads=threads, vector=4, combine=combine, stage_row=stage_row, rows=rows)
+    (kernel,) = tc.lower(s).kernels
+    return Y, s, kernel
+
+
+def test_a_warp_a_row_adds_its_slices_through_shuffles(rng):
+    """A warp per row (32 threads, every thread adding the 32 slices): the slices stay in
+    registers and each lane reads the others' with shfl.sync, in the same order as from
+    shared memory. Read again from device memory (``stage_row=False``), a row needs no
+    shared memory at all, and the kernel keeps no barrier; with the row staged, the
+    barriers around it stay. The simulator models the shuffle, and the results match
+    float64."""
+    from tcomp.ir.expr import WarpShuffle
+    from tcomp.ir.stmt import Barrier
+
+    x = (rng.standard_normal((8, 1024)) * 4.0).astype(np.float32)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    for rows, stage_row, barriers in ((1, False, 0), (4, False, 0), (2, True, None)):
+        Y, s, kernel = _softmax_warps(rows, stage_row)
+        nodes = list(walk(kernel))
+        assert sum(isinstance(n, WarpShuffle) for n in nodes) == 2  # the max's slices, the sum's
+        if barriers is not None:
+            assert sum(isinstance(n, Barrier) for n in nodes) == barriers
+        else:
+            assert any(isinstance(n, Barrier) for n in nodes)
+        assert tc.check(s).legal
+        np.testing.assert_allclose(run(s, [x]), want, rtol=1e-5, atol=1e-7)
+
+
+def test_shuffles_only_where_a_row_is_one_warp():
+    """64 threads a row (two warps) or the first thread adding the slices: shared memory
+    and barriers, no shuffle."""
+    from tcomp.ir.expr import WarpShuffle
+
+    for threads, combine in ((64, "every_thread"), (32, "one_thread")):
+        _, _, kernel = _softmax_warps(1, False, threads=threads, combine=combine)
+        assert not any(isinstance(n, WarpShuffle) for n in walk(kernel))

@@ -25,8 +25,7 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     small blocks are faster; 1.6x over 256 threads for RMSNorm at 7239 x 4096 on an H100).
     With ``rows`` > 1 a block takes that many rows, ``threads`` threads each (``threadIdx.y``
     the row): a warp per row for short rows, without 32-thread blocks' limit of half the
-    SM's threads. The slices of each row are then added by its first thread
-    (``combine="one_thread"``).
+    SM's threads.
 
     1. The row of ``source`` (the tensor the row operator reads) is copied once into
        shared memory, ``vector`` elements per thread and copy, for the stages ``readers``
@@ -62,11 +61,6 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         raise TcompError(f"rows_in_blocks: rows (a block's rows) must be a positive integer that divides the "
                          f"{out.shape[0]} rows of {out.name}, got {rows!r}: every thread of a block reaches "
                          f"its barriers")
-    if rows > 1 and combine != "one_thread":
-        # NOTE: a statistic in each thread's registers, read by the next statistic's slices
-        # on threadIdx.y, is a region bound inference cannot yet narrow to the thread's row
-        raise TcompError(f"rows_in_blocks: a block of {rows} rows adds the slices with combine='one_thread' "
-                         f"(the first thread of each row), not {combine!r}")
     if slices is None:
         slices = row_slices(out.shape[-1], threads)
     row_cache = s.cache_read(source, "shared", list(readers)) if stage_row else None
@@ -192,8 +186,7 @@ class RowKernel(Rule):
         if p["row_stages"] == "shared":
             row_bytes += sum(length * itemsize(space.stages[n].op.output.dtype) for n in between)
         shared = (row_bytes + 4 * row_slices(length, p["threads"]) * len(statistics)) * p["rows"]
-        several_rows = p["rows"] == 1 or (p["combine"] == "one_thread" and p["threads"] <= 64
-                                          and rows % p["rows"] == 0)
+        several_rows = p["rows"] == 1 or (p["threads"] <= 64 and rows % p["rows"] == 0)
         return (p["threads"] * p["rows"] <= space.target.max_threads_per_block and several_rows
                 and shared <= space.target.smem_per_block)
 
