@@ -40,7 +40,10 @@ def recomputation(s, prog: ScheduledProgram) -> tuple:
         n, exact = instance_count(main)
         if prog.storage[stage.tensor].scope == "local":
             for lp in main.idle:
-                n *= lp.extent
+                # a loop further in bound to the same thread index runs in the same threads
+                inner = main.loops[main.loops.index(lp) + 1:]
+                if not any(other.tag == lp.tag for other in inner):
+                    n *= lp.extent
         elements = 1
         for d in stage.tensor.shape:
             elements *= d
