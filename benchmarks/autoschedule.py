@@ -13,8 +13,9 @@ of examples/gemm_bf16.py), gemm4000x1000 (the same at 4000 x 4000 x 1000: K a
 multiple of no k step, M and N of no block), gemm2048x8192 (2048 x 2048 x 8192: 128 output tiles
 for 132 SMs), linear4096 (examples/linear_bf16.py: A @ W.T, W stored [N, K], 4096^3),
 batched8x1024 (examples/batched_gemm_bf16.py: 8 products of 1024^3), the row operators
-softmax4096, softmax4096x32768, softmax1x151936 (examples/softmax.py, float32; the last one
-row of a vocabulary, against the example's block-per-row and split schedules), rmsnorm7239,
+softmax4096, softmax4096x32768, softmax1x151936, softmax8192x1024 (examples/softmax.py,
+float32; one row of a vocabulary against the example's block-per-row and split schedules,
+short rows against its warp-a-row schedule), rmsnorm7239,
 rmsnorm1 (examples/rmsnorm.py, bf16: the chapter's prefill and one decode row) and layernorm1024
 (examples/layernorm.py), and gelu8192 (examples/gelu_chain.py: a bf16 chain with a
 broadcast bias), against PyTorch eager, torch.compile and a device copy. Writes
@@ -58,6 +59,7 @@ CASES = {
     "softmax4096": ("softmax.py", dict(M=4096, N=4096), ["schedule"], "softmax_4096"),
     "softmax4096x32768": ("softmax.py", dict(M=4096, N=32768), ["schedule"], "softmax_4096x32768"),
     "softmax1x151936": ("softmax.py", dict(M=1, N=151936), ["split"], "softmax_1x151936"),
+    "softmax8192x1024": ("softmax.py", dict(M=8192, N=1024), ["schedule", "warps"], "softmax_8192x1024"),
     "rmsnorm7239": ("rmsnorm.py", dict(M=7239, N=4096), ["schedule"], "rmsnorm_7239x4096"),
     "rmsnorm1": ("rmsnorm.py", dict(M=1, N=4096), ["schedule", "split"], "rmsnorm_1x4096"),
     "layernorm1024": ("layernorm.py", dict(M=1024, N=4096), ["schedule"], "layernorm_1024x4096"),
