@@ -35,14 +35,16 @@ def algorithm(M=1024, N=4096):
 
 
 def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None, stage_row=True,
-             row_stages="inline", rows=1):
+             row_stages="inline", rows=1, vector_slices=False):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
     shared memory; the row's sum, then its sum of squared deviations, in interleaved
     slices; the deviations inlined (``row_stages="shared"``: computed once into a shared
     row). ``rows`` > 1: that many rows a
-    block, a row on each ``threadIdx.y`` (a warp a row for short rows)."""
+    block, a row on each ``threadIdx.y`` (a warp a row for short rows). ``vector_slices``:
+    each thread reads its slice ``vector`` elements at a time."""
     between = ("D",)
     rows_in_blocks(s, out, "X", readers=["Sx", "D"], statistics=["Sx", "Sd"], threads=threads, vector=vector,
                    inline=between if row_stages == "inline" else (),
                    shared_stages=between if row_stages == "shared" else (),
-                   combine=combine, slices=slices, stage_row=stage_row, rows=rows)
+                   combine=combine, slices=slices, stage_row=stage_row, rows=rows,
+                   vector_slices=vector_slices)

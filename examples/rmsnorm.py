@@ -34,13 +34,16 @@ def algorithm(M=1024, N=4096):
                                                    * tc.cast(gamma[j], "float32"), "bfloat16"), name="Y")
 
 
-def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None, stage_row=True, rows=1):
+def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None, stage_row=True, rows=1,
+             vector_slices=False):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
     shared memory, its sum of squares in interleaved slices (64 at 4096), the normalized
     row written ``vector`` elements per thread and store. ``rows`` > 1: that many rows a
-    block, a row on each ``threadIdx.y`` (a warp a row for short rows)."""
+    block, a row on each ``threadIdx.y`` (a warp a row for short rows). ``vector_slices``:
+    each thread reads its slice ``vector`` elements at a time."""
     rows_in_blocks(s, out, "X", readers=["SS", out.name], statistics=["SS"], threads=threads, vector=vector,
-                   combine=combine, slices=slices, stage_row=stage_row, rows=rows)
+                   combine=combine, slices=slices, stage_row=stage_row, rows=rows,
+                   vector_slices=vector_slices)
 
 
 def split(s, out, segments=8, threads=128, vector=8):

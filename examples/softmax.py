@@ -31,17 +31,19 @@ def algorithm(M=4096, N=4096):
 
 
 def schedule(s, out, threads=64, vector=4, combine="one_thread", slices=None, stage_row=True,
-             row_stages="inline", rows=1):
+             row_stages="inline", rows=1, vector_slices=False):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
     shared memory; its max, then its sum of exponentials, in interleaved slices; the
     exponentials inlined into the sum and the output (``row_stages="shared"``: computed
     once into a shared row that both read). ``rows`` > 1: that many rows a
-    block, a row on each ``threadIdx.y`` (a warp a row for short rows)."""
+    block, a row on each ``threadIdx.y`` (a warp a row for short rows). ``vector_slices``:
+    each thread reads its slice ``vector`` elements at a time."""
     between = ("E",)
     rows_in_blocks(s, out, "X", readers=["Mx", "E"], statistics=["Mx", "S"], threads=threads, vector=vector,
                    inline=between if row_stages == "inline" else (),
                    shared_stages=between if row_stages == "shared" else (),
-                   combine=combine, slices=slices, stage_row=stage_row, rows=rows)
+                   combine=combine, slices=slices, stage_row=stage_row, rows=rows,
+                   vector_slices=vector_slices)
 
 
 def split(s, out, segments=64, threads=256, vector=4):

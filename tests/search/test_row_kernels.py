@@ -275,3 +275,57 @@ def test_shuffles_only_where_a_row_is_one_warp():
     for threads, combine in ((64, "every_thread"), (32, "one_thread")):
         _, _, kernel = _softmax_warps(1, False, threads=threads, combine=combine)
         assert not any(isinstance(n, WarpShuffle) for n in walk(kernel))
+
+
+def test_slices_read_a_vector_at_a_time_match_float64(rng):
+    """``vector_slices``: a slice a thread, read ``vector`` elements at a time into as many
+    accumulators, then added into the thread's slice; a row (1000) that threads x vector
+    does not divide is padded; with a warp a row and every thread adding, through
+    shuffles."""
+    from tcomp.ir.expr import WarpShuffle
+
+    x = (rng.standard_normal((4, 1000)) * 4.0).astype(np.float32)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    for threads, combine, rows in ((64, "one_thread", 1), (32, "every_thread", 2)):
+        Y = softmax.algorithm(4, 1000)
+        s = tc.create_schedule(Y)
+        softmax.schedule(s, Y, threads=threads, vector=4, combine=combine, rows=rows, vector_slices=True)
+        assert tc.check(s).legal
+        (kernel,) = tc.lower(s).kernels
+        assert any(isinstance(n, WarpShuffle) for n in walk(kernel)) == (threads == 32)
+        np.testing.assert_allclose(run(s, [x]), want, rtol=1e-5, atol=1e-7)
+
+
+_SHARED_LOADS = """
+import json, sys
+sys.path.insert(0, "examples")
+import rmsnorm, tcomp as tc
+from tcomp.codegen.ptx import ptx_report
+counts = {}
+for vector_slices in (False, True):
+    out = rmsnorm.algorithm(7239, 4096)
+    s = tc.create_schedule(out)
+    rmsnorm.schedule(s, out, vector_slices=vector_slices)
+    (r,) = ptx_report(tc.lower(s))
+    counts[str(vector_slices)] = dict(wide=r.ptx.count("ld.shared.v4"), narrow=r.ptx.count("ld.shared.u16"),
+                                      spills=r.spill_stores + r.spill_loads)
+print(json.dumps(counts))
+"""
+
+
+def test_vector_slices_read_the_staged_row_in_16_byte_loads():
+    """RMSNorm's bf16 row of 4096, 64 threads and 8 lanes: with ``vector_slices`` the
+    slices read the staged row in 16-byte shared loads instead of 2-byte ones."""
+    import shutil
+
+    import pytest
+
+    from workloads import json_from_a_process_without_the_simulator
+
+    if shutil.which("ptxas") is None:
+        pytest.skip("needs CUDA's ptxas on the PATH")
+    counts = json_from_a_process_without_the_simulator(["-c", _SHARED_LOADS])
+    assert counts["False"]["narrow"] > 0 and counts["True"]["narrow"] == 0, counts
+    assert counts["True"]["wide"] > counts["False"]["wide"], counts
+    assert counts["True"]["spills"] == 0
