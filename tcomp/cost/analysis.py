@@ -25,8 +25,9 @@ How each figure is counted:
   between a block's working buffers and device memory. What the counts
   keep for the model's L2 credit is which grid dimensions each tensor's reads depend on.
 - *L1 / shared-memory wavefronts*: a shared access costs as many cycles as its
-  worst bank holds distinct 4-byte words (a bank conflict), except that an 8- or 16-byte
-  cp.async copy is served 128 bytes of lanes at a time (each phase's conflicts summed);
+  worst bank holds distinct 4-byte words (a bank conflict), except that an access of 8
+  or 16 bytes a lane (LDS.64/128, a cp.async copy) is served 128 bytes of lanes at a
+  time (each phase's conflicts summed: four for a warp on consecutive 16-byte vectors);
   a global access costs
   one wavefront per distinct 128-byte line its lanes touch (an uncoalesced load of 32
   rows costs 32). Addresses are evaluated for the real lanes of each warp.
@@ -496,17 +497,16 @@ class _KernelWalk:
                 wave = max(1, -(-distinct * width // LINE))
             else:
                 distinct = len({a + o for a in base for o in vec_offsets})
-                if buf.scope == "shared" and cp_async and vec * width > BANK_WIDTH:
-                    # a cp.async copy of 8 or 16 bytes: served a 128-byte phase of lanes at a time
+                if buf.scope == "shared" and vec * width > BANK_WIDTH:
+                    # an access of 8 or 16 bytes a lane (LDS.64/128, a cp.async copy) is served
+                    # a 128-byte phase of lanes at a time (16 or 8 lanes), each phase as many
+                    # cycles as its worst bank: lanes on consecutive 16-byte vectors take four,
+                    # as do lanes that share a vector (a broadcast)
                     group = max(1, LINE // (vec * width))
                     wave = sum(_bank_wavefronts({a + o for a in base[g:g + group] for o in vec_offsets}, width)
                                for g in range(0, len(base), group))
                 elif buf.scope == "shared":
-                    # NOTE: a 64/128-bit shared access costs what its 32-bit parts would, one
-                    # bank-conflict count per part; the SGEMM ladder measured on the H200 (whose
-                    # SASS has LDS.128 for the B fragments) agrees with this, not with fewer.
-                    # Narrower elements are grouped into those 32-bit parts (a 16-byte vector of
-                    # eight bf16 is four parts, as one of four float32 is).
+                    # a 4-byte word a lane, or narrower elements, the 32 lanes at once
                     per_word = max(1, min(vec, BANK_WIDTH // width))
                     wave = sum(_bank_wavefronts({(a + o) * width // BANK_WIDTH for a in base}, BANK_WIDTH)
                                for o in range(0, vec, per_word)) if per_word > 1 else \
