@@ -87,14 +87,11 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         s[name].compute_at(s[out], row)
         _fill_row(s, name, threads, vector, rows)
     for name in statistics:
-        lanes_partial = None
         if vector_slices and vector > 1:
-            # a thread's slice read vector by vector: vector accumulators (lanes_partial, the
-            # row in slices of threads * vector interleaved elements), added into its slice
-            lanes_partial = s.rfactor(name, threads * vector, interleaved=True)
-            partial = s.rfactor(name, threads)
+            partial, lanes_partial = slices_in_vectors(s, name, threads, vector)
         else:
             partial = s.rfactor(name, slices, interleaved=True) if slices > 1 else None
+            lanes_partial = None
         if combine == "one_thread" or partial is None:
             total = s.cache_write(name, "local")
             s[name].set_scope("shared")
@@ -112,15 +109,31 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
             s[partial].bind(row_axis, "threadIdx.y")
         s[accumulator].compute_at(s[partial], row_axis if rows > 1 else slice_axis)
         if lanes_partial is not None:
-            s[lanes_partial].set_scope("local")
-            s[lanes_partial].compute_at(s[accumulator], s[accumulator].axis[-1])
-            lane, _ = s[lanes_partial].axis
-            (k,) = s[lanes_partial].reduce_axis
-            s[lanes_partial].reorder(k, lane)
-            s[lanes_partial].vectorize(lane)
+            lanes_in_registers(s, lanes_partial, accumulator)
     if row_cache is not None:
         s[row_cache].compute_at(s[out], row)
         _fill_row(s, row_cache, threads, vector, rows)
+
+
+def slices_in_vectors(s, name: str, threads: int, vector: int) -> tuple:
+    """``(slices, lanes)``: reduction ``name`` cut into a slice a thread (``slices``, its
+    first axis the thread) that each thread reads ``vector`` elements at a time: ``lanes``
+    holds the ``threads * vector`` interleaved partial values (thread t's lanes are
+    ``t * vector .. t * vector + vector - 1``), which the slices add; place the lanes with
+    :func:`lanes_in_registers`."""
+    lanes = s.rfactor(name, threads * vector, interleaved=True)
+    return s.rfactor(name, threads), lanes
+
+
+def lanes_in_registers(s, lanes, accumulator) -> None:
+    """A thread's ``vector`` lanes (:func:`slices_in_vectors`) in registers at its slice's
+    ``accumulator``, the reduction loop outside the lanes so that each step reads a vector."""
+    s[lanes].set_scope("local")
+    s[lanes].compute_at(s[accumulator], s[accumulator].axis[-1])
+    lane, *_ = s[lanes].axis
+    (k,) = s[lanes].reduce_axis
+    s[lanes].reorder(k, lane)
+    s[lanes].vectorize(lane)
 
 
 def _first_thread_of_each_row(s, name: str, rows: int):
@@ -286,5 +299,5 @@ class RowReduction(Rule):
         s[partial].bind(s[partial].axis[0], "threadIdx.x")
 
 
-__all__ = ["RowKernel", "RowReduction", "row_operator", "row_slices", "row_sources", "rows_in_blocks",
-           "statistics_and_between"]
+__all__ = ["RowKernel", "RowReduction", "lanes_in_registers", "row_operator", "row_slices", "row_sources",
+           "rows_in_blocks", "slices_in_vectors", "statistics_and_between"]

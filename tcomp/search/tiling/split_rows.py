@@ -28,7 +28,7 @@ from ...dtypes import itemsize
 from ...errors import TcompError
 from ..fusion.row import row_shape
 from .base import Rule
-from .rows import row_operator, row_sources, statistics_and_between
+from .rows import lanes_in_registers, row_operator, row_sources, slices_in_vectors, statistics_and_between
 
 #: the loads of a slice each thread issues together (its reduction loop unrolled by this)
 LOADS_IN_FLIGHT = 4
@@ -42,8 +42,9 @@ def rows_over_blocks(s, out, statistics: list, inline: tuple = (), segments: int
     row, in the order they depend on each other), split over blocks as the
     :mod:`module docstring <tcomp.search.tiling.split_rows>` describes: each statistic in
     ``segments`` contiguous segments of the row, a block of ``threads`` per (row,
-    segment), then merged in a fixed order; ``out`` over blocks of ``threads`` threads
-    that each write ``vector`` consecutive elements, a block inside one row. The stages
+    segment) reading ``vector`` elements at a time, then merged in a fixed order; ``out``
+    over blocks of ``threads`` threads that each write ``vector`` consecutive elements, a
+    block inside one row. The stages
     ``inline`` (elementwise stages between statistics, softmax's ``exp(x - max)``) are
     inlined into their readers. ``tc.check`` holds that every segment is merged before
     the statistic is read."""
@@ -58,7 +59,7 @@ def rows_over_blocks(s, out, statistics: list, inline: tuple = (), segments: int
     block = _output_over_blocks(s, out, threads, vector)
     *earlier, last = statistics
     for name in statistics:
-        _segments_on_blocks(s, name, segments, threads)
+        _segments_on_blocks(s, name, segments, threads, vector)
     for name in earlier:
         _merged_by_a_kernel(s, name)
     _merged_by_first_thread(s, last, s[out], block)
@@ -78,13 +79,19 @@ def _output_over_blocks(s, out, threads: int, vector: int):
     return block
 
 
-def _segments_on_blocks(s, name: str, segments: int, threads: int) -> None:
+def _segments_on_blocks(s, name: str, segments: int, threads: int, vector: int) -> None:
     """Statistic ``name`` in ``segments`` contiguous segments of the row, a block per
-    (row, segment) whose threads reduce interleaved slices of the segment in registers,
-    the first thread adding them into the segment's value."""
+    (row, segment) whose threads reduce interleaved slices of the segment in registers
+    (``vector`` elements a read where the segment holds ``threads * vector`` of them), the
+    first thread adding them into the segment's value."""
     partial = s.rfactor(name, segments)
-    slices = min(threads, s[partial].op.reduce_axis[0].extent)
-    in_block = s.rfactor(partial, slices, interleaved=True) if slices > 1 else None
+    length = s[partial].op.reduce_axis[0].extent
+    lanes = None
+    if vector > 1 and length >= threads * vector:
+        in_block, lanes = slices_in_vectors(s, partial, threads, vector)
+    else:
+        slices = min(threads, length)
+        in_block = s.rfactor(partial, slices, interleaved=True) if slices > 1 else None
     total = s.cache_write(partial, "local")
     segment, row = s[partial].axis
     s[partial].reorder(row, segment)
@@ -100,10 +107,14 @@ def _segments_on_blocks(s, name: str, segments: int, threads: int) -> None:
     s[in_block].compute_at(s[partial], block)
     s[in_block].bind(s[in_block].axis[0], "threadIdx.x")
     s[accumulator].compute_at(s[in_block], s[in_block].axis[0])
-    (k,) = s[accumulator].reduce_axis
+    reader = accumulator
+    if lanes is not None:
+        lanes_in_registers(s, lanes, accumulator)
+        reader = lanes
+    (k,) = s[reader].reduce_axis
     if k.extent >= 2 * LOADS_IN_FLIGHT:
-        _, ahead = s[accumulator].split(k, LOADS_IN_FLIGHT)
-        s[accumulator].unroll(ahead)
+        _, ahead = s[reader].split(k, LOADS_IN_FLIGHT)
+        s[reader].unroll(ahead)
 
 
 def _merged_by_a_kernel(s, name: str) -> None:
