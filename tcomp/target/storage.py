@@ -77,8 +77,9 @@ class SharedLayout:
 def shared_layout(buffers, reuse=()) -> SharedLayout:
     """The layout of ``buffers`` (in declaration order) in a block's shared memory: one
     after another, except that a buffer of ``reuse`` (``Kernel.shared_reuse``: pairs of a
-    buffer and the buffers dead before its first use) starts at the lowest offset where
-    it overlaps only buffers dead before it."""
+    buffer and the buffers dead before its first use) starts at the lowest offset (the
+    start of a dead buffer or the end of any) where it overlaps only buffers dead before
+    it."""
     buffers = list(buffers)
     dead = {b: set(before) for b, before in reuse}
     swizzled = any(b.swizzle for b in buffers)
@@ -87,7 +88,8 @@ def shared_layout(buffers, reuse=()) -> SharedLayout:
     for b in [b for b in buffers if b not in dead] + [b for b in buffers if b in dead]:
         alignment = SWIZZLE_ALIGNMENT if b.swizzle else SHARED_ALIGNMENT
         size = -(-b.size * element_bytes(b) // SHARED_ALIGNMENT) * SHARED_ALIGNMENT
-        starts = sorted({span[0] for other, span in placed.items() if other in dead.get(b, ())}) + [end]
+        starts = sorted({span[0] for other, span in placed.items() if other in dead.get(b, ())}
+                        | {span[1] for span in placed.values()}) + [end] if b in dead else [end]
         for start in starts:
             start = -(-start // alignment) * alignment
             if all(other in dead.get(b, ()) or start >= stop or start + size <= begin
