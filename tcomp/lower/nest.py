@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ..dtypes import itemsize
 from ..errors import InternalError, LoweringError
-from ..ir.expr import Expr, IntImm, Load, Reduce, TensorRead, binary, cast, logical_and, reduction_identity
+from ..ir.expr import Expr, IntImm, Load, Reduce, TensorRead, binary, logical_and, reduction_identity
 from ..ir.simplify import simplify
 from ..ir.stmt import Allocate, AsyncCommit, AsyncWait, Barrier, Buffer, For, Stmt, Store, seq
 from ..ir.visitor import free_vars, rewrite, substitute
