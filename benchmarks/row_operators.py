@@ -56,10 +56,10 @@ VARIANTS = {
     "row read again at 256 threads": dict(stage_row=False, threads=256),
     "split over blocks": ("split", {}), "split in 128 segments": ("split", dict(segments=128)),
     "split in 16 segments": ("split", dict(segments=16)),
-    "a warp a row, 4 rows a block": dict(threads=32, rows=4), "a warp a row, 8 rows a block": dict(threads=32, rows=8),
-    "a warp a row, shuffles": ("warps", {}), "a warp a row, shuffles, 8 rows a block": ("warps", dict(rows=8)),
+    "a warp a row and 4 rows a block": dict(threads=32, rows=4), "a warp a row and 8 rows a block": dict(threads=32, rows=8),
+    "a warp a row with shuffles": ("warps", {}), "a warp a row with shuffles and 8 rows a block": ("warps", dict(rows=8)),
     "vector slices": dict(vector_slices=True),
-    "vector slices, every thread combines": dict(vector_slices=True, combine="every_thread"),
+    "vector slices and every thread combines": dict(vector_slices=True, combine="every_thread"),
 }
 
 
