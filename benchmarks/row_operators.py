@@ -57,7 +57,10 @@ VARIANTS = {
     "split over blocks": ("split", {}), "split in 128 segments": ("split", dict(segments=128)),
     "split in 16 segments": ("split", dict(segments=16)),
     "a warp a row and 4 rows a block": dict(threads=32, rows=4), "a warp a row and 8 rows a block": dict(threads=32, rows=8),
-    "a warp a row with shuffles": ("warps", {}), "a warp a row with shuffles and 8 rows a block": ("warps", dict(rows=8)),
+    "a warp a row with shuffles": dict(threads=32, combine="every_thread", stage_row=False, rows=4),
+    "a warp a row with shuffles and 8 rows a block": dict(threads=32, combine="every_thread", stage_row=False, rows=8),
+    "a warp a row with shuffles and vector slices": dict(threads=32, combine="every_thread", stage_row=False, rows=4,
+                                                          vector_slices=True),
     "vector slices": dict(vector_slices=True),
     "vector slices and every thread combines": dict(vector_slices=True, combine="every_thread"),
 }
@@ -157,10 +160,10 @@ def main(argv=None) -> int:
             if kwargs.get("threads", 0) > N // 8 or not set(kwargs) <= takes:
                 continue
             s = tc.create_schedule(out)
-            function(s, out, **kwargs)
             try:
+                function(s, out, **kwargs)
                 mod = tc.build(s)
-            except tc.TcompError as e:  # a staged row longer than shared memory
+            except tc.TcompError as e:  # a staged row longer than shared memory, rows a block that do not divide
                 print(f"tcomp, {label}: not built: {str(e).splitlines()[0]}", flush=True)
                 continue
             y.fill_(float("nan"))
