@@ -46,7 +46,7 @@ def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None, st
                    vector_slices=vector_slices)
 
 
-def split(s, out, segments=8, threads=128, vector=8):
+def split(s, out, segments=8, threads=64, vector=8):
     """Fewer rows than SMs (the chapter's Figure 5-11): the sum of squares in ``segments``
     segments of the row on blocks of their own, merged in a fixed order by every block of
     the output; two launches, the row read twice."""
