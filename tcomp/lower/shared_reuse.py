@@ -44,7 +44,7 @@ def share_shared_memory(kernel: Kernel) -> Kernel:
     order = _Order(kernel)
     reuse: dict = {}
     splits: dict = {}  # the pre-order number of a sequence -> {c: needs a cp.async wait}
-    for number, span, children in order.sequences:
+    for number, children in order.sequences:
         for late in order.shared:
             c = next((i for i, child in enumerate(children) if order.uses(child, late)), None)
             if c is None or not order.all_uses_from(late, children[c][0]):
@@ -73,13 +73,14 @@ class _Order:
 
     def __init__(self, kernel: Kernel):
         self.leaves: list = []  # (number, buffers it uses, stmt)
-        self.sequences: list = []  # (number, (first, last), [(first, last) of each statement])
+        self.sequences: list = []  # (number, [(first, last) of each statement])
         self._count = 0
         self._visit(kernel.body, parallel=True)
-        shared = []
-        for _, used, _ in self.leaves:
-            shared += [b for b in used if b.scope == "shared" and b not in shared]
-        self.shared = shared
+        self._uses: dict = {}  # buffer -> the numbers of the statements that use it
+        for n, used, _ in self.leaves:
+            for b in used:
+                self._uses.setdefault(b, []).append(n)
+        self.shared = [b for b in self._uses if b.scope == "shared"]
 
     def _visit(self, stmt, parallel: bool) -> tuple:
         first = self._count
@@ -87,7 +88,7 @@ class _Order:
         if isinstance(stmt, Seq):
             spans = [self._visit(child, parallel) for child in stmt.stmts]
             if parallel:
-                self.sequences.append((first, (first, self._count - 1), spans))
+                self.sequences.append((first, spans))
         elif isinstance(stmt, For):
             self._visit(stmt.body, parallel and stmt.kind in _PARALLEL)
         elif isinstance(stmt, Allocate):
@@ -96,18 +97,15 @@ class _Order:
             self.leaves.append((first, _buffers(stmt), stmt))
         return first, self._count - 1
 
-    def _numbers(self, buffer) -> list:
-        return [n for n, used, _ in self.leaves if buffer in used]
-
     def uses(self, span: tuple, buffer) -> bool:
         """Does a statement numbered within ``span`` use ``buffer``?"""
-        return any(span[0] <= n <= span[1] for n in self._numbers(buffer))
+        return any(span[0] <= n <= span[1] for n in self._uses[buffer])
 
     def all_uses_from(self, buffer, start: int) -> bool:
-        return all(n >= start for n in self._numbers(buffer))
+        return all(n >= start for n in self._uses[buffer])
 
     def all_uses_within(self, buffer, first: int, last: int) -> bool:
-        return all(first <= n <= last for n in self._numbers(buffer))
+        return all(first <= n <= last for n in self._uses[buffer])
 
     def wgmma_retired(self, buffer, start: int) -> bool:
         """Is every wgmma that reads ``buffer`` followed, before number ``start``, by a

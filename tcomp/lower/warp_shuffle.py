@@ -96,8 +96,7 @@ def _through_shuffles(body, buffer: Buffer, stores: list):
         return None
     lane = lanes[0].var
     index = _fixed(write.index, loops)
-    terms, const = linear_form(index)
-    coefficient = terms.get(lane, 0)
+    coefficient = linear_form(index)[0].get(lane, 0)
     if coefficient <= 0:
         return None
     base = simplify(substitute(index, {lane: IntImm(0, lane.dtype)}))

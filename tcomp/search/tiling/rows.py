@@ -97,17 +97,10 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
             s[name].set_scope("shared")
         s[name].compute_at(s[out], row)
         if combine == "one_thread" or partial is None:
-            s[total].compute_at(s[name], _first_thread_of_each_row(s, name, rows))
+            s[total].compute_at(s[name], first_thread_of_each_row(s, name, rows))
         if partial is None:
             continue
-        s[partial].set_scope("shared")
-        accumulator = s.cache_write(partial, "local")
-        s[partial].compute_at(s[out], row)
-        slice_axis, row_axis = s[partial].axis
-        s[partial].bind(slice_axis, "threadIdx.x")
-        if rows > 1:
-            s[partial].bind(row_axis, "threadIdx.y")
-        s[accumulator].compute_at(s[partial], row_axis if rows > 1 else slice_axis)
+        accumulator = slices_on_threads(s, partial, s[out], row, rows)
         if lanes_partial is not None:
             lanes_in_registers(s, lanes_partial, accumulator)
     if row_cache is not None:
@@ -136,7 +129,23 @@ def lanes_in_registers(s, lanes, accumulator) -> None:
     s[lanes].vectorize(lane)
 
 
-def _first_thread_of_each_row(s, name: str, rows: int):
+def slices_on_threads(s, slices, consumer, at, rows: int = 1):
+    """The slices of a statistic (``s.rfactor``: the slice its first axis, a row of the
+    block its last) in shared memory at ``consumer``'s loop ``at``, a slice a thread
+    (``threadIdx.x``; with ``rows`` > 1 the row on ``threadIdx.y``), each accumulated in a
+    register; returns that accumulator's stage."""
+    s[slices].set_scope("shared")
+    accumulator = s.cache_write(slices, "local")
+    s[slices].compute_at(consumer, at)
+    slice_axis, *_, row_axis = s[slices].axis
+    s[slices].bind(slice_axis, "threadIdx.x")
+    if rows > 1:
+        s[slices].bind(row_axis, "threadIdx.y")
+    s[accumulator].compute_at(s[slices], row_axis if rows > 1 else slice_axis)
+    return accumulator
+
+
+def first_thread_of_each_row(s, name: str, rows: int = 1):
     """Statistic ``name`` (shared, one value a row of the block) written by the first
     thread of each row's threads; returns the innermost axis, where its accumulator goes."""
     (axis,) = s[name].axis
@@ -299,5 +308,5 @@ class RowReduction(Rule):
         s[partial].bind(s[partial].axis[0], "threadIdx.x")
 
 
-__all__ = ["RowKernel", "RowReduction", "lanes_in_registers", "row_operator", "row_slices", "row_sources",
-           "rows_in_blocks", "slices_in_vectors", "statistics_and_between"]
+__all__ = ["RowKernel", "RowReduction", "first_thread_of_each_row", "lanes_in_registers", "row_operator", "row_slices",
+           "row_sources", "rows_in_blocks", "slices_in_vectors", "slices_on_threads", "statistics_and_between"]

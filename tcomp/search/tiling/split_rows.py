@@ -28,7 +28,8 @@ from ...dtypes import itemsize
 from ...errors import TcompError
 from ..fusion.row import row_shape
 from .base import Rule
-from .rows import lanes_in_registers, row_operator, row_sources, slices_in_vectors, statistics_and_between
+from .rows import (first_thread_of_each_row, lanes_in_registers, row_operator, row_sources, slices_in_vectors,
+                   slices_on_threads, statistics_and_between)
 
 #: the loads of a slice each thread issues together (its reduction loop unrolled by this)
 LOADS_IN_FLIGHT = 4
@@ -102,11 +103,7 @@ def _segments_on_blocks(s, name: str, segments: int, threads: int, vector: int) 
     s[total].compute_at(s[partial], first)
     if in_block is None:
         return
-    accumulator = s.cache_write(in_block, "local")
-    s[in_block].set_scope("shared")
-    s[in_block].compute_at(s[partial], block)
-    s[in_block].bind(s[in_block].axis[0], "threadIdx.x")
-    s[accumulator].compute_at(s[in_block], s[in_block].axis[0])
+    accumulator = slices_on_threads(s, in_block, s[partial], block)
     reader = accumulator
     if lanes is not None:
         lanes_in_registers(s, lanes, accumulator)
@@ -136,8 +133,7 @@ def _merged_by_first_thread(s, name: str, consumer, block) -> None:
     total = s.cache_write(name, "local")
     s[name].set_scope("shared")
     s[name].compute_at(consumer, block)
-    s[name].bind(s[name].axis[0], "threadIdx.x")
-    s[total].compute_at(s[name], s[name].axis[0])
+    s[total].compute_at(s[name], first_thread_of_each_row(s, name))
     s[total].unroll(s[total].reduce_axis[0])
 
 
