@@ -32,7 +32,7 @@ from timing import bf16_operands, time_cuda_batched  # noqa: E402  (benchmarks/t
 STREAM_VARIANTS = [(64, 256, 2), (128, 128, 2), (128, 256, 2), (64, 128, 8), (256, 128, 2), (32, 64, 8)]
 #: (parts, threads_x, unroll) of stream_rows_in_blocks (one kernel, the slices added in shared memory)
 IN_BLOCK_VARIANTS = [(64, 8, 2), (64, 4, 4), (32, 8, 8), (128, 4, 2), (256, 2, 2), (256, 2, 4), (128, 2, 4),
-                     (256, 4, 2)]
+                     (256, 4, 2), (64, 8, 4), (128, 4, 4), (128, 8, 2)]
 #: (slices, mma_warp_tiles sizes) of the example's ``decode`` (16 to 31 rows on mma.sync, k in slices)
 MMA_VARIANTS = [(2, dict(BN=128, WN=32, stages=4)), (4, dict(BN=128, WN=32, stages=4)),
                 (8, dict(BN=128, WN=32, stages=4)), (16, dict(BN=128, WN=32, stages=3)),

@@ -54,6 +54,7 @@ VARIANTS = {
     "256 threads": dict(threads=256), "512 threads": dict(threads=512), "1024 threads": dict(threads=1024),
     "row stages in shared memory": dict(row_stages="shared"), "row read again": dict(stage_row=False),
     "row read again at 256 threads": dict(stage_row=False, threads=256),
+    "row read again at 1024 threads": dict(stage_row=False, threads=1024),
     "split over blocks": ("split", {}), "split in 128 segments": ("split", dict(segments=128)),
     "split in 16 segments": ("split", dict(segments=16)),
     "a warp a row and 4 rows a block": dict(threads=32, rows=4), "a warp a row and 8 rows a block": dict(threads=32, rows=8),
