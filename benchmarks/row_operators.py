@@ -63,6 +63,11 @@ VARIANTS = {
     "a warp a row with shuffles and vector slices": dict(threads=32, combine="every_thread", stage_row=False, rows=4,
                                                           vector_slices=True),
     "vector slices": dict(vector_slices=True),
+    "vector slices at 256 threads": dict(vector_slices=True, threads=256),
+    "vector slices at 1024 threads": dict(vector_slices=True, threads=1024),
+    "vector slices at 1024 threads and the row read again": dict(vector_slices=True, threads=1024, stage_row=False),
+    "vector slices at 512 threads and the row read again": dict(vector_slices=True, threads=512, stage_row=False),
+    "vector slices at 256 threads and the row read again": dict(vector_slices=True, threads=256, stage_row=False),
     "vector slices and every thread combines": dict(vector_slices=True, combine="every_thread"),
 }
 

@@ -329,3 +329,24 @@ def test_vector_slices_read_the_staged_row_in_16_byte_loads():
     assert counts["False"]["narrow"] > 0 and counts["True"]["narrow"] == 0, counts
     assert counts["True"]["wide"] > counts["False"]["wide"], counts
     assert counts["True"]["spills"] == 0
+
+
+def test_many_slices_are_added_in_groups_first(rng):
+    """Over 64 slices (128 threads, a slice each) a statistic's slices are added in 32
+    interleaved groups by 32 threads, then the groups: a third rfactor'd stage per
+    statistic, and the same result as float64 (a sum, a max, one thread or every thread
+    adding the groups)."""
+    from tcomp.search.tiling.rows import SLICE_GROUPS
+
+    x = (rng.standard_normal((2, 2048)) * 4.0).astype(np.float32)
+    e = np.exp(x.astype(np.float64) - x.max(axis=1, keepdims=True))
+    want = e / e.sum(axis=1, keepdims=True)
+    for threads, vector_slices, combine in ((128, True, "one_thread"), (256, False, "every_thread")):
+        Y = softmax.algorithm(2, 2048)
+        s = tc.create_schedule(Y)
+        softmax.schedule(s, Y, threads=threads, vector=4, combine=combine, vector_slices=vector_slices, slices=128)
+        assert tc.check(s).legal
+        groups = [st for st in s.stages if st.tensor.name.endswith("_rf3") or st.tensor.name.endswith("_rf2")]
+        extents = sorted(st.tensor.shape[0] for st in groups)
+        assert SLICE_GROUPS in extents, extents
+        np.testing.assert_allclose(run(s, [x]), want, rtol=1e-5, atol=1e-7)
