@@ -50,7 +50,10 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
        for 4096). With ``vector_slices`` there is a slice a thread, read ``vector``
        elements at a time (``threads * vector`` interleaved lanes, each summed in a
        register; the thread adds its lanes into its slice, then the slices are added as
-       above): an eighth of the shared-memory loads for 16-byte vectors of bf16.
+       above): an eighth of the shared-memory loads for 16-byte vectors of bf16. More
+       than ``GROUPED_SLICES`` slices (a long row on many threads) are added in two
+       steps: ``SLICE_GROUPS`` threads each add an interleaved group of them, then the
+       groups are added as above.
     4. ``out``'s elements are written ``vector`` per thread and store.
 
     A row whose length ``threads * vector`` does not divide ends in a guarded pass; a row
