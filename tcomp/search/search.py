@@ -106,6 +106,7 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
             return recorded
     progress.stage("screening")
     pool = _Pool(space, Screener(space, workers, target), progress)
+    pool.add_seeds()
     pool.draw(rng, max(MIN_DRAWS, DRAWS_PER_TRIAL * trials))
     if not measuring:
         return _model_only(out, space, pool, database, key, progress, timeout)
@@ -175,6 +176,7 @@ class _Pool:
         self.progress = progress
         self.seen: set = set()
         self.by_source: dict = {}
+        self.seeds: set = set()
 
     def add(self, points: list) -> list:
         fresh = [p for p in points if p is not None and p not in self.seen]
@@ -186,6 +188,12 @@ class _Pool:
                 added.append(screened)
         self.progress.update(screened=len(fresh))
         return added
+
+    def add_seeds(self) -> list:
+        """Screen the rules' seed points (``Space.seed_points``) and remember them."""
+        points = self.space.seed_points()
+        self.seeds.update(points)
+        return self.add(points)
 
     def draw(self, rng: random.Random, n: int) -> list:
         """Screen ``n`` drawn points: an equal share for each fusion choice."""
@@ -411,13 +419,17 @@ class _MeasuredSearch:
 
     def _first_choices(self, n: int) -> list:
         """The ``n`` best-predicted candidates not measured yet, the best of every
-        fusion choice first (so that each partition is measured at least once)."""
+        fusion choice first (so that each partition is measured at least once), then the
+        rules' seeds (``Rule.seeds``: what hand schedules measured fast)."""
         legal = [s for s in self.pool.legal() if s.source not in self.measured]
         chosen, partitions = [], set()
         for s in legal:
             fusion = s.point.fusion if s.point is not None else None
             if fusion not in partitions:
                 partitions.add(fusion)
+                chosen.append(s)
+        for s in legal:
+            if s.point in self.pool.seeds and s not in chosen:
                 chosen.append(s)
         for s in legal:
             if len(chosen) >= n:

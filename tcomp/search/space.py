@@ -213,6 +213,29 @@ class Space:
             tilings.append((group.anchor, rule.name, params))
         return Point(tuple(fusion), tuple(tilings))
 
+    def seed_points(self) -> list:
+        """The points that the rules' seeds (``Rule.seeds``) make: for each fusion choice
+        whose every kernel has a rule with a seed, each kernel tiled by its first such
+        rule's seeds in turn (a kernel with fewer seeds keeps its first)."""
+        points = []
+        for fusion in self.tileable_fusions():
+            per_group = [self._seeds_of(group) for group in self.groups(fusion)]
+            if not per_group or None in per_group:
+                continue
+            for n in range(max(len(seeds) for _, _, seeds in per_group)):
+                tilings = tuple((anchor, name, tuple(sorted(seeds[min(n, len(seeds) - 1)].items())))
+                                for anchor, name, seeds in per_group)
+                points.append(Point(tuple(fusion), tilings))
+        return points
+
+    def _seeds_of(self, group: Group):
+        """(anchor, rule name, seeds) of the first rule for ``group`` with seeds, or None."""
+        for rule in self.rules_for(group):
+            seeds = rule.seeds(group, self)
+            if seeds:
+                return group.anchor, rule.name, seeds
+        return None
+
     def mutate(self, point: Point, rng: random.Random) -> Point | None:
         """A neighbour of ``point``: one fusion choice changed (see ``with_fusion``), or
         one parameter of one kernel moved to a neighbouring value."""

@@ -274,3 +274,24 @@ def test_two_measuring_workers_share_one_gpu_and_every_record_is_kept_once(tmp_p
     schedules = [r["schedule"] for r in lines]
     assert len(schedules) == len(set(schedules)) == len(result.records) == 8
     assert all(r["status"] == "ok" and r["measured"] > 0 for r in lines)
+
+
+def test_a_rules_seed_is_measured_among_the_first_trials(fake_gpu, tmp_path):
+    """``Rule.seeds``: the row kernel's seed (64 threads, 16-byte vector slices, every
+    thread adding) is a point of the softmax's space, screened with the draws, and
+    measured in the first half of the trials whatever the draws and the model say."""
+    import softmax  # examples/, on the path above
+
+    from tcomp.search.space import Space
+
+    out = softmax.algorithm(4, 512)
+    space = Space(out)
+    seeds = space.seed_points()
+    assert seeds and all(space.contains(p) for p in seeds)
+    (seed,) = [p for p in seeds if len(p.tilings) == 1]
+    (_, rule, params) = seed.tilings[0]
+    assert rule == "row_kernel"
+    assert dict(params)["vector_slices"] and dict(params)["combine"] == "every_thread" and dict(params)["vector"] == 4
+    wanted = space.schedule(seed).trace_source(with_sites=False)  # as the search records a schedule
+    result = tc.autoschedule(out, trials=4, db=tmp_path / "db.jsonl", workers=1, seed=3)
+    assert wanted in [r.schedule for r in result.records[:2]]

@@ -44,6 +44,13 @@ class Rule:
         """Call the schedule primitives on ``s`` that tile ``group`` with ``params``."""
         raise NotImplementedError
 
+    def seeds(self, group: Group, space) -> list:
+        """Parameter choices (complete dicts) that measured fast on a GPU for kernels
+        like ``group``: the search screens them beside its random draws and measures the
+        best-predicted of them among its first trials, so that what a hand schedule
+        found is never left to chance. None by default."""
+        return []
+
 
 #: a tiling rule is a ``Rule``; the longer name where both kinds of rule are in sight
 TilingRule = Rule
