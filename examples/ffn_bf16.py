@@ -18,7 +18,7 @@ import tcomp as tc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_bf16 import mma_tiles_for, mma_warp_tiles, tensor_core_tiles, uses_wgmma  # noqa: E402  (tilings)
 from sgemm_ladder import blocktile_2d  # noqa: E402  (the ladder's 2D blocktiling schedule)
-from tcomp.search.tiling.skinny import stream_rows, stream_rows_in_blocks  # noqa: E402  (decode steps)
+from tcomp.search.tiling.skinny import one_kernel_sizes, stream_rows, stream_rows_in_blocks  # noqa: E402
 
 SCALE = 0.05
 #: streaming multiprocessors of the H200: a decode step's blocks should cover them
@@ -107,21 +107,14 @@ def stream_parts(N: int, K: int, unroll: int, threads_wanted: int) -> int | None
 
 def stream_sizes(M: int, N: int, K: int) -> dict | None:
     """:func:`stream`'s helper and sizes, the fastest of ``benchmarks/decode_rows.py``'s
-    on the H100 (2026-12-05). Up to 8 rows, ``stream_rows_in_blocks`` (one kernel):
-    one row, 512 threads a block and two loads of W in flight each, blocks of 64 columns
-    (32 where those leave SMs idle, N = 4096); 2 to 8 rows (more arithmetic a load of W),
-    256 threads, four loads each, blocks of 32 columns. From 9 rows (the registers of
-    every row's accumulators), ``stream_rows``: 64 threads, eight loads each, k in the
-    slices that give 32 K threads, the slices added by a second kernel. None where no
-    slicing fits."""
-    if M <= 8 and N % 32 == 0:
-        if M == 1:
-            threads_x, parts = (8, 64) if N // 64 >= SMS else (4, 256)
-            sizes = dict(parts=parts, threads_x=threads_x, unroll=2)
-        else:
-            sizes = dict(parts=64, threads_x=4, unroll=4)
-        if K % (sizes["parts"] * sizes["unroll"]) == 0:
-            return dict(sizes, one_kernel=True)
+    on the H100. Up to 8 rows, ``stream_rows_in_blocks`` (one kernel) at the sizes of
+    ``one_kernel_sizes`` (which the search's ``skinny_product`` rule seeds too). From 9
+    rows (the registers of every row's accumulators), ``stream_rows``: 64 threads, eight
+    loads each, k in the slices that give 32 K threads, the slices added by a second
+    kernel. None where no slicing fits."""
+    sizes = one_kernel_sizes(M, N, K, sms=SMS)
+    if sizes is not None:
+        return dict(sizes, one_kernel=True)
     parts = stream_parts(N, K, 8, 32 * 1024)
     return None if parts is None else dict(parts=parts, threads=64, unroll=8, one_kernel=False)
 

@@ -148,6 +148,24 @@ def test_the_decode_rows_take_the_sizes_measured_fastest():
     assert ffn_bf16.stream_sizes(12, 12288, 4096)["one_kernel"] is False
 
 
+def test_the_search_seeds_the_decode_rows_with_those_sizes():
+    """The ``skinny_product`` rule's seed is the example's one-kernel sizes (512 threads
+    for 64 slices at 12288 columns, 1024 for 256 at 4096), on the one-kernel fusion, and
+    a point of the space; none from 9 rows."""
+    from tcomp.search.space import Space
+
+    for (M, N, K), threads, parts in (((1, 12288, 4096), 512, 64), ((1, 4096, 12288), 1024, 256),
+                                      ((4, 12288, 4096), 256, 64)):
+        space = Space(ffn_bf16.algorithm(M, N, K))
+        (seed,) = space.seed_points()
+        assert space.contains(seed)
+        ((_, rule, params),) = seed.tilings
+        assert rule == "skinny_product"
+        assert dict(params) == dict(parts=parts, threads=threads, unroll=ffn_bf16.stream_sizes(M, N, K)["unroll"],
+                                    one_kernel=True)
+    assert Space(ffn_bf16.algorithm(12, 12288, 4096)).seed_points() == []
+
+
 _ASSEMBLE = """
 import json, sys
 sys.path.insert(0, "examples")

@@ -124,6 +124,25 @@ def _slice_in_registers(s, acc, partial, thread, a: str, b: str, unroll: int) ->
     s[rows_of_a].vectorize(s[rows_of_a].axis[-1])
 
 
+def one_kernel_sizes(M: int, N: int, K: int, vector: int = 8, sms: int = 132) -> dict | None:
+    """``parts``, ``threads_x`` and ``unroll`` of :func:`stream_rows_in_blocks` that
+    measured fastest for a decode step (``benchmarks/decode_rows.py``, H100, 2026-12-05
+    and 12-06): one row, 8 x 64 threads and two loads of the weights in flight each,
+    blocks of ``8 * vector`` columns, or 4 x 256 threads and blocks of ``4 * vector``
+    where the wider blocks would leave SMs idle (N = 4096); 2 to 8 rows (more arithmetic
+    a load), 4 x 64 threads and four loads each. None from 9 rows (every row's
+    accumulators in registers) or where the sizes do not divide the shape."""
+    if M == 1:
+        threads_x, parts, unroll = (8, 64, 2) if N // (8 * vector) >= sms else (4, 256, 2)
+    elif 2 <= M <= 8:
+        threads_x, parts, unroll = 4, 64, 4
+    else:
+        return None
+    if N % (vector * threads_x) or K % (parts * unroll) or K // parts < 4 * unroll:
+        return None
+    return dict(parts=parts, threads_x=threads_x, unroll=unroll)
+
+
 def _add_slices(s, out, product: str, lane, parts: int) -> None:
     """The product's slices added at ``out``'s thread loop ``lane`` (where ``out`` is a
     stage after the product), eight of them loaded at a time: they are independent."""
@@ -151,8 +170,22 @@ class SkinnyProduct(Rule):
         return product is not None and space.stages[product[0]].shape[0] <= SKINNY_ROWS
 
     def choices(self, group, space):
-        return {"parts": [16, 32, 64, 128, 256], "threads": [64, 128, 256, 512], "unroll": [2, 4, 8],
+        return {"parts": [16, 32, 64, 128, 256], "threads": [64, 128, 256, 512, 1024], "unroll": [2, 4, 8],
                 "one_kernel": [False, True]}
+
+    def seeds(self, group, space):
+        """The one-kernel sizes that measured fastest (:func:`one_kernel_sizes`)."""
+        product, _, b = product_stage(group)
+        op = space.stages[product].op
+        M, N = op.output.shape
+        sizes = one_kernel_sizes(M, N, op.reduce_axis[0].extent, _lanes(op, b), space.target.sms)
+        if sizes is None:
+            return []
+        seed = dict(parts=sizes["parts"], threads=sizes["parts"] * sizes["threads_x"], unroll=sizes["unroll"],
+                    one_kernel=True)
+        choices = self.choices(group, space)
+        fits = all(seed[k] in choices[k] for k in choices)
+        return [seed] if fits and self.valid(group, space, seed) else []
 
     def valid(self, group, space, p):
         product, _, b = product_stage(group)
@@ -189,4 +222,4 @@ def _lanes(op, name: str) -> int:
     return aligned_lanes(weights, 16 // itemsize(weights.dtype))
 
 
-__all__ = ["SKINNY_ROWS", "SkinnyProduct", "stream_rows", "stream_rows_in_blocks"]
+__all__ = ["SKINNY_ROWS", "SkinnyProduct", "one_kernel_sizes", "stream_rows", "stream_rows_in_blocks"]
