@@ -229,9 +229,13 @@ class Space:
         return points
 
     def _seeds_of(self, group: Group):
-        """(anchor, rule name, seeds) of the first rule for ``group`` with seeds, or None."""
+        """(anchor, rule name, seeds) of the first rule for ``group`` with seeds that are
+        parameter choices of the rule meeting its constraints, or None."""
         for rule in self.rules_for(group):
-            seeds = rule.seeds(group, self)
+            choices = rule.choices(group, self)
+            seeds = [seed for seed in rule.seeds(group, self)
+                     if set(seed) == set(choices) and all(seed[k] in choices[k] for k in seed)
+                     and rule.valid(group, self, seed)]
             if seeds:
                 return group.anchor, rule.name, seeds
         return None

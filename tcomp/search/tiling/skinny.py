@@ -181,11 +181,8 @@ class SkinnyProduct(Rule):
         sizes = one_kernel_sizes(M, N, op.reduce_axis[0].extent, _lanes(op, b), space.target.sms)
         if sizes is None:
             return []
-        seed = dict(parts=sizes["parts"], threads=sizes["parts"] * sizes["threads_x"], unroll=sizes["unroll"],
-                    one_kernel=True)
-        choices = self.choices(group, space)
-        fits = all(seed[k] in choices[k] for k in choices)
-        return [seed] if fits and self.valid(group, space, seed) else []
+        return [dict(parts=sizes["parts"], threads=sizes["parts"] * sizes["threads_x"], unroll=sizes["unroll"],
+                     one_kernel=True)]
 
     def valid(self, group, space, p):
         product, _, b = product_stage(group)
