@@ -8,7 +8,7 @@ device copy of the same bytes), all in one run.
 Cases: sgemm4096, sgemm2048x8192x1024, sgemm1000 (fp32 matmul), fused4096 (matmul + SiLU
 + int8, fp32), chain8192 (SiLU, multiply, int8 quantize in bf16 at 8192x8192), ffn1024 (the
 bf16 FFN projection of examples/ffn_bf16.py at 1024x12288x4096), ffn1 (the same at one decode
-row), gemm4096 (the bf16 matmul
+row), ffn16 (16 rows), ffndown1 (one row of the down projection's shape, 1 x 4096 x 12288), gemm4096 (the bf16 matmul
 of examples/gemm_bf16.py), gemm4000x1000 (the same at 4000 x 4000 x 1000: K a
 multiple of no k step, M and N of no block), gemm2048x8192 (2048 x 2048 x 8192: 128 output tiles
 for 132 SMs), linear4096 (examples/linear_bf16.py: A @ W.T, W stored [N, K], 4096^3),
@@ -48,6 +48,8 @@ CASES = {
     "chain8192": ("silu_mul_quant.py", dict(M=8192, N=8192), ["schedule"], "silu_mul_quant_8192"),
     "ffn1024": ("ffn_bf16.py", dict(M=1024, N=12288, K=4096), ["schedule", "cuda_cores"], "ffn_bf16_1024x12288x4096"),
     "ffn1": ("ffn_bf16.py", dict(M=1, N=12288, K=4096), ["schedule", "cuda_cores"], "ffn_bf16_1x12288x4096"),
+    "ffn16": ("ffn_bf16.py", dict(M=16, N=12288, K=4096), ["schedule"], "ffn_bf16_16x12288x4096"),
+    "ffndown1": ("ffn_bf16.py", dict(M=1, N=4096, K=12288), ["schedule"], "ffn_bf16_1x4096x12288"),
     "gemm4096": ("gemm_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "gemm_bf16_4096"),
     "gemm4000x1000": ("gemm_bf16.py", dict(M=4000, N=4000, K=1000), ["schedule", "mma_sync"],
                       "gemm_bf16_4000x4000x1000"),
@@ -183,6 +185,8 @@ def _baselines(case, bench, ref_path):
             y = torch.nn.functional.silu(torch.matmul(a, w))
             return torch.clamp(torch.round(y.float() / 0.05), -128, 127).to(torch.int8)
         out["PyTorch eager bf16"] = _time_torch(eager)
+        if a.shape[0] <= 16:  # a decode step: its time is streaming W once
+            out["device copy of W's bytes (floor: half a W.clone())"] = _time_torch(lambda: w.clone()) / 2
     elif case.startswith(tuple(ROW_OPERATORS)):
         from row_operators import copy_floor, torch_functions
 
@@ -199,6 +203,8 @@ def _baselines(case, bench, ref_path):
             z = torch.nn.functional.silu(x) * g
             return torch.clamp(torch.round(z.float() / 0.05), -128, 127).to(torch.int8)
         out["PyTorch eager bf16"] = _time_torch(eager)
+        if a.shape[0] <= 16:  # a decode step: its time is streaming W once
+            out["device copy of W's bytes (floor: half a W.clone())"] = _time_torch(lambda: w.clone()) / 2
         nbytes = x.numel() * (2 + 2 + 1)  # X and G read, Q written
         src = torch.empty(nbytes // 2, dtype=torch.uint8, device="cuda")
         dst = torch.empty_like(src)

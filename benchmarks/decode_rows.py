@@ -32,12 +32,15 @@ from timing import bf16_operands, time_cuda_batched  # noqa: E402  (benchmarks/t
 STREAM_VARIANTS = [(64, 256, 2), (128, 128, 2), (128, 256, 2), (64, 128, 8), (256, 128, 2), (32, 64, 8)]
 #: (parts, threads_x, unroll) of stream_rows_in_blocks (one kernel, the slices added in shared memory)
 IN_BLOCK_VARIANTS = [(64, 8, 2), (64, 4, 4), (32, 8, 8), (128, 4, 2), (256, 2, 2), (256, 2, 4), (128, 2, 4),
-                     (256, 4, 2), (64, 8, 4), (128, 4, 4), (128, 8, 2)]
+                     (256, 4, 2), (64, 8, 4), (128, 4, 4), (128, 8, 2), (64, 16, 8), (256, 4, 4), (128, 4, 8)]
 #: (slices, mma_warp_tiles sizes) of the example's ``decode`` (16 to 31 rows on mma.sync, k in slices)
 MMA_VARIANTS = [(2, dict(BN=128, WN=32, stages=4)), (4, dict(BN=128, WN=32, stages=4)),
                 (8, dict(BN=128, WN=32, stages=4)), (16, dict(BN=128, WN=32, stages=3)),
                 (4, dict(BN=128, WN=32, stages=6)), (4, dict(BN=64, WN=16, stages=4)),
                 (8, dict(BN=64, WN=16, stages=4)), (8, dict(BN=256, WN=64, stages=3))]
+#: mma_warp_tiles sizes of the example's ``schedule`` at 16 rows with k whole (one kernel, the
+#: epilogue on the accumulators): narrower blocks, so that the column blocks alone cover the SMs
+MMA_WHOLE_K_VARIANTS = [dict(BN=64, WN=16, stages=4), dict(BN=64, WN=16, stages=6), dict(BN=32, WN=8, stages=6)]
 
 
 def graph_time(replay, calls: int = 20) -> float:
@@ -95,6 +98,8 @@ def main(argv=None) -> int:
             schedules += [(f"mma.sync slices={p} " + " ".join(f"{k}={v}" for k, v in sizes.items()),
                            lambda s, Q, p=p, sizes=sizes: ffn.decode(s, Q, {**ffn.mma_tiles_for(M, N, K), **sizes}, p))
                           for p, sizes in MMA_VARIANTS if K % (p * 64) == 0]
+            schedules += [("mma.sync k whole " + " ".join(f"{k}={v}" for k, v in sizes.items()),
+                           lambda s, Q, sizes=sizes: ffn.schedule(s, Q, **sizes)) for sizes in MMA_WHOLE_K_VARIANTS]
         if args.example_only:
             schedules = schedules[:1]
         rows = []

@@ -69,6 +69,8 @@ VARIANTS = {
     "vector slices at 512 threads and the row read again": dict(vector_slices=True, threads=512, stage_row=False),
     "vector slices at 256 threads and the row read again": dict(vector_slices=True, threads=256, stage_row=False),
     "vector slices and every thread combines": dict(vector_slices=True, combine="every_thread"),
+    "one thread combines at 1024 threads": dict(threads=1024, combine="one_thread"),
+    "one thread combines at 512 threads": dict(threads=512, combine="one_thread"),
 }
 
 
