@@ -212,6 +212,17 @@ def _baselines(case, bench, ref_path):
     return out
 
 
+def _measuring_target():
+    """The cost model's record of the GPU that measures (an H100 when the H200 is not lent),
+    the H200's where tcomp has none for it."""
+    from numba import cuda
+
+    from tcomp.target import H200, target_of_device
+
+    name = cuda.get_current_device().name
+    return target_of_device(name.decode() if isinstance(name, bytes) else name) or H200
+
+
 def run_case(case, trials, out_dir, db, workers):
     import numpy as np
 
@@ -225,13 +236,14 @@ def run_case(case, trials, out_dir, db, workers):
     path = os.path.join(EXAMPLES, example)
     workload = load_workload(path)
     out, _ = workload.build_algorithm(shape)
-    print(f"== {case}: {example} {shape}, {trials} trials", flush=True)
+    target = _measuring_target()
+    print(f"== {case}: {example} {shape}, {trials} trials, the cost model ranking for the {target.name}", flush=True)
     t0 = time.perf_counter()
-    result = tc.autoschedule(out, trials=trials, db=db, seed=0, workers=workers)
+    result = tc.autoschedule(out, trials=trials, target=target, db=db, seed=0, workers=workers)
     wall = time.perf_counter() - t0
     print(f"search: {wall:.0f} s wall, winner {result.measured * 1e3:.4f} ms: {result.description}", flush=True)
     sched_path = os.path.join("schedules", f"{name}.py")  # NOTE: main() runs in out_dir
-    write_schedule_file(sched_path, result, f"examples/{example}", shape,
+    write_schedule_file(sched_path, result, f"examples/{example}", shape, target.name,
                         shape_option=",".join(f"{k}={v}" for k, v in shape.items()))
     rows = [("searched", result.source)] + [(f"hand: {h}", _hand_source(workload.module, h, out)) for h in hands]
     times = {label: [] for label, _ in rows}

@@ -239,6 +239,19 @@ def target_names() -> tuple:
     return tuple(TARGETS)
 
 
+#: words of a device's name (as CUDA reports it, "NVIDIA H100 80GB HBM3") -> the target it is
+DEVICE_NAMES = (("H100", "h100"), ("H200", "h200"), ("RTX A6000", "rtx_a6000"), ("RTX PRO 6000", "rtx_pro_6000"))
+
+
+def target_of_device(device_name: str) -> Target | None:
+    """The target whose GPU CUDA names ``device_name`` ("NVIDIA H100 80GB HBM3" is the
+    H100), or None for a GPU tcomp has no record of: rank for the card that measures."""
+    for words, name in DEVICE_NAMES:
+        if words in device_name:
+            return TARGETS[name]
+    return None
+
+
 def get_target(target=None) -> Target:
     """A Target from a Target, a name (one of :func:`target_names`, any case; ``"a6000"``
     for ``"rtx_a6000"``), or None / ``"cuda"`` for :data:`DEFAULT_TARGET`."""
@@ -258,4 +271,4 @@ def get_target(target=None) -> Target:
 
 
 __all__ = ["DEFAULT_TARGET", "Target", "TARGETS", "H200", "H100", "RTX_A6000", "RTX_PRO_6000", "get_target",
-           "target_names"]
+           "target_names", "target_of_device"]

@@ -10,6 +10,7 @@ import chapter as ch
 import sgemm_ladder
 import tcomp as tc
 from tcomp.cost import H100, H200, RTX_A6000, RTX_PRO_6000, get_target
+from tcomp.target import target_of_device
 
 MiB = 1024 * 1024
 
@@ -49,6 +50,15 @@ def test_targets_by_name():
     assert get_target(H100) is H100
     with pytest.raises(tc.TcompError, match="h200, h100, rtx_a6000, rtx_pro_6000"):
         get_target("mi300")
+
+
+def test_a_device_is_ranked_by_its_own_record():
+    """CUDA's names of the cards give their records (the benchmarks rank with the cost model
+    of the card that measures); an unknown GPU gives none, not a wrong one."""
+    assert target_of_device("NVIDIA H100 80GB HBM3") is H100
+    assert target_of_device("NVIDIA H200") is H200
+    assert target_of_device("NVIDIA RTX PRO 6000 Blackwell Workstation Edition") is RTX_PRO_6000
+    assert target_of_device("Tesla T4") is None
 
 
 def test_h200_figures():
