@@ -25,8 +25,9 @@ decode)
   step ffn7239 100 python3 benchmarks/ffn_bf16.py --shape 7239,12288,4096 --no-compile ;;
 probe)
   step rowops_32768b 120 python3 benchmarks/row_operators.py --no-compile --cases softmax4096x32768 --variants "1024 threads,one thread combines at 1024 threads,one thread combines at 512 threads,512 threads"
-  step decode16 240 python3 benchmarks/decode_rows.py --cases 16x12288x4096,1x4096x12288
-  as ffn16 110 16; as ffndown1 110 16 ;;
+  as softmax4096x32768 160
+  step decode16 220 python3 benchmarks/decode_rows.py --cases 16x12288x4096,1x4096x12288
+  as ffn16 100 16; as ffndown1 100 16 ;;
 tests)
   step gputests 300 env TCOMP_TEST_GPU=1 python3 -m pytest -q -m gpu tests -n 12 -p no:cacheprovider
   as ffn1 150 12 ;;

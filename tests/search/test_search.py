@@ -295,3 +295,19 @@ def test_a_rules_seed_is_measured_among_the_first_trials(fake_gpu, tmp_path):
     wanted = space.schedule(seed).trace_source(with_sites=False)  # as the search records a schedule
     result = tc.autoschedule(out, trials=4, db=tmp_path / "db.jsonl", workers=1, seed=3)
     assert wanted in [r.schedule for r in result.records[:2]]
+
+
+def test_a_row_that_fills_an_sm_is_seeded_on_the_most_threads():
+    """A staged row of over half an SM's shared memory (32768 floats: 128 KB) leaves an SM
+    one block, whose phases nothing hides: the row kernel's seed is then 1024 threads, not
+    the 64 that suit a 4096-wide row."""
+    import softmax  # examples/, on the path above
+
+    from tcomp.search.space import Space
+
+    def seeded_threads(N):
+        (seed,) = [p for p in Space(softmax.algorithm(8, N)).seed_points() if len(p.tilings) == 1]
+        return dict(seed.tilings[0][2])["threads"]
+
+    assert seeded_threads(32768) == 1024
+    assert seeded_threads(4096) == 64

@@ -251,13 +251,19 @@ class RowKernel(Rule):
                 and shared <= space.target.smem_per_block)
 
     def seeds(self, group, space):
-        """64 threads a row, 16-byte vectors, each thread reading its slice a vector at a
-        time and adding the slices itself, the row staged: the fastest hand variant of
-        softmax at 4096 x 4096 and 8192 x 1024 and of RMSNorm at 7239 x 4096 (H100,
-        ``benchmarks/row_operators.py``)."""
+        """16-byte vectors, each thread reading its slice a vector at a time and adding the
+        slices itself, the row staged, on 64 threads a row: the fastest hand variant of
+        softmax at 4096 x 4096 and 8192 x 1024 and of RMSNorm at 7239 x 4096; or on the
+        most threads a block may have where the staged row leaves an SM room for one
+        block, whose phases then run one after another with nothing to hide them: 436 us
+        at 1024 threads against 451 at 512 and 576 at 256 for softmax at 4096 x 32768
+        (H100, ``benchmarks/row_operators.py``)."""
         (source,) = row_sources(group)
+        _, length = row_shape(space.stages[group.anchor])
         widest = max(itemsize(source.dtype), itemsize(space.stages[group.anchor].op.output.dtype))
-        return [{**self.defaults, "threads": 64, "vector": 16 // widest, "combine": "every_thread",
+        one_block_an_sm = 2 * length * itemsize(source.dtype) > space.target.smem_per_sm
+        threads = space.target.max_threads_per_block if one_block_an_sm else 64
+        return [{**self.defaults, "threads": threads, "vector": 16 // widest, "combine": "every_thread",
                  "vector_slices": True}]
 
     def apply(self, s, group, p):
