@@ -28,6 +28,8 @@ probe)
   as softmax4096x32768 160
   step decode16 220 python3 benchmarks/decode_rows.py --cases 16x12288x4096,1x4096x12288
   as ffn16 100 16; as ffndown1 100 16 ;;
+m16)
+  step decode16b 200 python3 benchmarks/decode_rows.py --cases 16x12288x4096 ;;
 tests)
   step gputests 300 env TCOMP_TEST_GPU=1 python3 -m pytest -q -m gpu tests -n 12 -p no:cacheprovider
   as ffn1 150 12 ;;

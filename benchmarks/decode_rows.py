@@ -40,7 +40,9 @@ MMA_VARIANTS = [(2, dict(BN=128, WN=32, stages=4)), (4, dict(BN=128, WN=32, stag
                 (8, dict(BN=64, WN=16, stages=4)), (8, dict(BN=256, WN=64, stages=3))]
 #: mma_warp_tiles sizes of the example's ``schedule`` at 16 rows with k whole (one kernel, the
 #: epilogue on the accumulators): narrower blocks, so that the column blocks alone cover the SMs
-MMA_WHOLE_K_VARIANTS = [dict(BN=64, WN=16, stages=4), dict(BN=64, WN=16, stages=6), dict(BN=32, WN=8, stages=6)]
+MMA_WHOLE_K_VARIANTS = [dict(BN=64, WN=16, stages=4), dict(BN=64, WN=16, stages=6), dict(BN=32, WN=8, stages=6),
+                        dict(BN=64, WN=16, stages=3), dict(BN=64, WN=32, stages=4), dict(BN=64, WN=64, stages=4),
+                        dict(BN=64, WN=16, BK=128, stages=3), dict(BN=64, WN=32, BK=128, stages=4)]
 
 
 def graph_time(replay, calls: int = 20) -> float:

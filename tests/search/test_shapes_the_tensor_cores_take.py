@@ -105,6 +105,21 @@ def _check_ffn(s, out, rng) -> None:
     assert np.abs(got.astype(int) - want).max() <= 1 and np.count_nonzero(got != want) <= 2
 
 
+def test_sixteen_decode_rows_in_narrow_blocks_with_k_whole_match_float64(rng):
+    """16 rows of a wide W: 16 x 64 blocks of four 16 x 16 warp tiles, k whole and the
+    epilogue on the accumulators, one kernel (``gemm_bf16.mma_tiles_for`` where 64-column
+    blocks cover the SMs: 192 of them at N = 12288); here at N = 192, K = 200 (K padded
+    in its last k step of 64)."""
+    assert gemm_bf16.mma_tiles_for(16, 12288, 4096)["BN"] == 64
+    out = ffn_bf16.algorithm(M=16, N=192, K=200)
+    s = tc.create_schedule(out)
+    s["Cb"].compute_inline()
+    s["Y"].compute_inline()
+    gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **gemm_bf16.mma_tiles_for(16, 12288, 4096))
+    assert len(tc.lower(s).kernels) == 1
+    _check_ffn(s, out, rng)
+
+
 @pytest.mark.parametrize("M", [1, 3])
 def test_streamed_rows_match_float64(M, rng):
     """Slices of k added in a fixed order, then the bf16 rounding, SiLU and int8 quantization
