@@ -418,18 +418,18 @@ class _MeasuredSearch:
         return self._select()
 
     def _first_choices(self, n: int) -> list:
-        """The ``n`` best-predicted candidates not measured yet, the best of every
-        fusion choice first (so that each partition is measured at least once), then the
-        rules' seeds (``Rule.seeds``: what hand schedules measured fast)."""
+        """The ``n`` best-predicted candidates not measured yet: the rules' seeds first
+        (``Rule.seeds``: what hand schedules measured fast; a few at most), then the best of
+        every fusion choice that no seed stands for (so that each partition is measured at
+        least once: the FFN has eight, as many as the first trials of a 16-trial search,
+        which left no room for a seed after them), then the best of the rest."""
         legal = [s for s in self.pool.legal() if s.source not in self.measured]
-        chosen, partitions = [], set()
+        chosen = [s for s in legal if s.point in self.pool.seeds]
+        partitions = {s.point.fusion for s in chosen}
         for s in legal:
             fusion = s.point.fusion if s.point is not None else None
             if fusion not in partitions:
                 partitions.add(fusion)
-                chosen.append(s)
-        for s in legal:
-            if s.point in self.pool.seeds and s not in chosen:
                 chosen.append(s)
         for s in legal:
             if len(chosen) >= n:
