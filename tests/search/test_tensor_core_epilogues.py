@@ -166,6 +166,22 @@ def test_the_search_seeds_the_decode_rows_with_those_sizes():
     assert Space(ffn_bf16.algorithm(12, 12288, 4096)).seed_points() == []
 
 
+def test_sixteen_decode_rows_are_seeded_in_narrow_blocks_with_k_whole():
+    """From 16 rows the mma_tiling rule seeds the example's decode tiling (16 x 64 blocks of
+    16 x 16 warp tiles, k whole) where those blocks cover the SMs; not where they leave
+    SMs idle (1024 columns: 16 blocks, which split k instead)."""
+    from tcomp.search.space import Space
+
+    space = Space(ffn_bf16.algorithm(16, 12288, 4096))
+    (seed,) = space.seed_points()
+    assert space.contains(seed)
+    ((_, rule, params),) = seed.tilings
+    assert rule == "mma_tiling"
+    wanted = gemm_bf16.mma_tiles_for(16, 12288, 4096)
+    assert {k: dict(params)[k] for k in wanted} == wanted and dict(params)["split_k"] == 1
+    assert Space(ffn_bf16.algorithm(16, 1024, 4096)).seed_points() == []
+
+
 _ASSEMBLE = """
 import json, sys
 sys.path.insert(0, "examples")

@@ -107,8 +107,18 @@ class MmaTiling(Rule):
                 and operands_of_16_bits(group, product[0]))
 
     def choices(self, group, space):
-        return {"BM": [16, 64, 128], "BN": [32, 64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64], "WN": [32, 64],
-                "stages": [0, 3, 4], "rows_fastest": [False, True], "split_k": [1, 2, 4, 8]}
+        return {"BM": [16, 64, 128], "BN": [32, 64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64],
+                "WN": [16, 32, 64], "stages": [0, 3, 4], "rows_fastest": [False, True], "split_k": [1, 2, 4, 8]}
+
+    def seeds(self, group, space):
+        """16 to 31 rows (a decode step) of an output whose 64-column blocks cover the SMs:
+        16 x 64 blocks of four 16 x 16 warp tiles, k steps of 64 in 4-stage rings, k whole
+        (one kernel): 42.1 us at 16 x 12288 x 4096 against 44.7 us for 16 x 128 blocks
+        with k in two slices (H100, ``benchmarks/decode_rows.py``)."""
+        *_, M, N = space.stages[group.anchor].shape
+        if not 16 <= M < 32 or -(-N // 64) < space.target.sms:
+            return []
+        return [dict(BM=16, BN=64, BK=64, WM=16, WN=16, stages=4, rows_fastest=False, split_k=1)]
 
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
