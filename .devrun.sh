@@ -30,6 +30,8 @@ probe)
   as ffn16 100 16; as ffndown1 100 16 ;;
 m16)
   step decode16b 200 python3 benchmarks/decode_rows.py --cases 16x12288x4096 ;;
+seeds)
+  as ffndown1 100 16; as ffn16 100 16 ;;
 tests)
   step gputests 300 env TCOMP_TEST_GPU=1 python3 -m pytest -q -m gpu tests -n 12 -p no:cacheprovider
   as ffn1 150 12 ;;
