@@ -320,8 +320,8 @@ def test_the_seed_is_measured_where_the_partitions_fill_the_first_trials(fake_gp
 
 def test_a_row_that_fills_an_sm_is_seeded_on_the_most_threads():
     """A staged row of over half an SM's shared memory (32768 floats: 128 KB) leaves an SM
-    one block, whose phases nothing hides: the row kernel's seed is then 1024 threads, not
-    the 64 that suit a 4096-wide row."""
+    one block, whose phases nothing hides: the row kernel's seed (and the softmax example's
+    default) is then 1024 threads, not the 64 that suit a 4096-wide row."""
     import softmax  # examples/, on the path above
 
     from tcomp.search.space import Space
@@ -332,3 +332,8 @@ def test_a_row_that_fills_an_sm_is_seeded_on_the_most_threads():
 
     assert seeded_threads(32768) == 1024
     assert seeded_threads(4096) == 64
+    for N, threads in ((32768, 1024), (4096, 64)):  # the example's hand schedule likewise
+        out = softmax.algorithm(8, N)
+        s = tc.create_schedule(out)
+        softmax.schedule(s, out)
+        assert [k.block for k in tc.lower(s).kernels] == [(threads, 1, 1)]
