@@ -74,6 +74,10 @@ def main(argv=None) -> int:
     if getattr(args, "func", None) is None:
         parser.print_help(sys.stderr)
         return 2
+    if hasattr(args, "target") and args.target is None:
+        from .common import machine_target
+
+        args.target = machine_target()
     from ..errors import TcompError
 
     # NOTE: the demo's tiny grids make numba warn about occupancy in the middle of a

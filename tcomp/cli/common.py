@@ -133,11 +133,37 @@ def target_name(text: str) -> str:
 
 def add_target_arg(p: argparse.ArgumentParser, what: str) -> None:
     """``--target NAME``, one of the target module's names (``tcomp.target.target_names``),
-    the same in every command's help and validation; ``what`` says what it is for."""
+    the same in every command's help and validation; ``what`` says what it is for. Left
+    out, it is None, which :func:`machine_target` resolves."""
     from ..target.gpus import DEFAULT_TARGET, target_names
 
-    p.add_argument("--target", default=DEFAULT_TARGET.name, type=target_name, choices=target_names(),
-                   metavar="NAME", help=f"{what}: one of %(choices)s (default %(default)s)")
+    p.add_argument("--target", default=None, type=target_name, choices=target_names(), metavar="NAME",
+                   help=f"{what}: one of %(choices)s (default: this machine's GPU where tcomp has a record "
+                        f"of it, else {DEFAULT_TARGET.name})")
+
+
+#: where the NVIDIA driver describes each GPU ("Model: NVIDIA H100 80GB HBM3"), readable
+#: without a CUDA context (so before the CUDA simulator may still be chosen)
+DRIVER_GPU_INFO = "/proc/driver/nvidia/gpus/*/information"
+
+
+def machine_target() -> str:
+    """The target name of this machine's first GPU, as its driver names it, where tcomp has
+    a record of that GPU (an H100 is ranked as an H100); else the default target's."""
+    import glob
+
+    from ..target.gpus import DEFAULT_TARGET, target_of_device
+
+    for path in sorted(glob.glob(DRIVER_GPU_INFO)):
+        try:
+            with open(path) as f:
+                model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("Model:")), "")
+        except OSError:
+            continue
+        found = target_of_device(model)
+        if found is not None:
+            return found.name
+    return DEFAULT_TARGET.name
 
 
 def add_workload_args(p: argparse.ArgumentParser) -> None:

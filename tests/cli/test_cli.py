@@ -360,3 +360,19 @@ def test_check_holds_the_schedule_to_the_target_it_is_given():
     assert on_a6000.returncode == 1
     assert "target:   rtx_a6000" in on_a6000.stdout
     assert "wgmma_m64n128k16, which the rtx_a6000 does not have" in on_a6000.stdout
+
+
+def test_the_target_defaults_to_the_machines_gpu(tmp_path, monkeypatch):
+    """Without --target the commands rank and check for this machine's GPU, as its driver
+    names it, where tcomp has a record of it (an H100 as an H100); else for the H200."""
+    from tcomp.cli import common
+
+    monkeypatch.setattr(common, "DRIVER_GPU_INFO", str(tmp_path / "*" / "information"))
+    assert common.machine_target() == "h200"  # no GPU
+    (tmp_path / "0000:19:00.0").mkdir()
+    info = tmp_path / "0000:19:00.0" / "information"
+    info.write_text("Model: \t\t NVIDIA H100 80GB HBM3\nIRQ:             17\n")
+    assert common.machine_target() == "h100"
+    info.write_text("Model: \t\t Tesla T4\n")
+    assert common.machine_target() == "h200"  # a GPU tcomp has no record of
+    assert cli.build_parser().parse_args(["explain", str(EXAMPLE)]).target is None  # resolved by main
