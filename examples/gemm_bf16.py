@@ -19,6 +19,7 @@ import math
 import tcomp as tc
 from tcomp.target import H200
 from tcomp.search.tiling import MMA_K, mma_warp_tiles, wgmma_tiles  # noqa: F401  (blocks, warp or warpgroup tiles)
+from tcomp.search.tiling.mma_sync import decode_tiles
 
 
 def algorithm(M=4096, N=4096, K=4096):
@@ -36,20 +37,19 @@ def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
     the output is wider than tall (the fastest of ``benchmarks/gemm_bf16.py``'s and
     ``benchmarks/ffn_bf16.py``'s variants on the H200), smaller ones in 3-stage rings for
     smaller outputs, k steps of 32 (16 where K is an odd multiple of 16); for fewer than
-    32 rows (a decode step) 16 x 64 blocks of four 16 x 16 warp tiles where 64-column
-    blocks alone cover the SMs (k whole, one kernel: 42.1 us at 16 x 12288 x 4096 against
-    44.7 us for 16 x 128 blocks with k in two slices, H100, ``benchmarks/decode_rows.py``),
-    else 16 x 128 blocks of four 16 x 32 warp tiles (whose callers cut k into slices);
-    k steps of 64 in 4-stage rings (the weights stream through). A K that the k step
-    does not divide is padded with zeros in its last step. None where the output is
-    under 16 x 32."""
+    32 rows (a decode step) ``decode_tiles`` where 64-column blocks alone cover the SMs
+    (16 x 64 blocks of 16 x 16 warp tiles, k whole), else 16 x 128 blocks of four 16 x 32
+    warp tiles (whose callers cut k into slices); k steps of 64 in 4-stage rings (the
+    weights stream through). A K that the k step does not divide is padded with zeros in
+    its last step. None where the output is under 16 x 32."""
     if M < 16 or N < 32:
         return None
     BK = 16 if K <= 16 or K % 32 == 16 else 32
     if M < 32:
+        decode_BK = 64 if K >= 64 else BK
         wide = N >= 128
-        BN, WN = (64, 16) if blocks(M, N, 16, 64) >= H200.sms else (128, 32) if wide else (32, 16)
-        return dict(BM=16, BN=BN, BK=64 if K >= 64 else BK, WM=16, WN=WN, stages=4)
+        return decode_tiles(M, N, H200.sms, decode_BK) or dict(BM=16, BN=128 if wide else 32, BK=decode_BK, WM=16,
+                                                                WN=32 if wide else 16, stages=4)
     if M >= 128 and N >= 128:
         # rows fastest where the output has more block columns than rows (a wide weight)
         return dict(BM=128, BN=128, BK=BK, WM=64, WN=64, stages=4, rows_fastest=N > M)

@@ -46,10 +46,9 @@ class Rule:
 
     def seeds(self, group: Group, space) -> list:
         """Parameter choices (complete dicts) that measured fast on a GPU for kernels
-        like ``group``: the search screens them beside its random draws and measures the
-        best-predicted of them among its first trials, so that what a hand schedule
-        found is never left to chance. The space keeps those among the rule's choices
-        that meet its constraints. None by default."""
+        like ``group``: the search screens them beside its random draws and measures them
+        first, so that what a hand schedule found is never left to chance. The space keeps
+        those among the rule's choices that meet its constraints. None by default."""
         return []
 
 

@@ -89,6 +89,17 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     s[acc].tensorize(ki, "mma_m16n8k16")
 
 
+def decode_tiles(M: int, N: int, sms: int, BK: int = 64) -> dict | None:
+    """:func:`mma_warp_tiles`' sizes for 16 to 31 rows (a decode step) of an output whose
+    16 x 64 blocks alone cover the ``sms`` SMs: 16 x 64 blocks of four 16 x 16 warp
+    tiles, k steps of ``BK`` in 4-stage rings, for k whole (one kernel, the epilogue on
+    the accumulators): 42.1 us at 16 x 12288 x 4096 against 44.7 us for 16 x 128 blocks
+    with k in two slices (H100, ``benchmarks/decode_rows.py``). None elsewhere."""
+    if not 16 <= M < 32 or -(-M // 16) * -(-N // 64) < sms:
+        return None
+    return dict(BM=16, BN=64, BK=BK, WM=16, WN=16, stages=4)
+
+
 class MmaTiling(Rule):
     """A product of 16-bit floats into float32 on the tensor cores: BM x BN blocks of
     WM x WN warp tiles of ``mma.sync.m16n8k16`` tiles (:func:`mma_warp_tiles`), k steps
@@ -111,14 +122,10 @@ class MmaTiling(Rule):
                 "WN": [16, 32, 64], "stages": [0, 3, 4], "rows_fastest": [False, True], "split_k": [1, 2, 4, 8]}
 
     def seeds(self, group, space):
-        """16 to 31 rows (a decode step) of an output whose 64-column blocks cover the SMs:
-        16 x 64 blocks of four 16 x 16 warp tiles, k steps of 64 in 4-stage rings, k whole
-        (one kernel): 42.1 us at 16 x 12288 x 4096 against 44.7 us for 16 x 128 blocks
-        with k in two slices (H100, ``benchmarks/decode_rows.py``)."""
+        """:func:`decode_tiles` (k whole) where they apply."""
         *_, M, N = space.stages[group.anchor].shape
-        if not 16 <= M < 32 or -(-N // 64) < space.target.sms:
-            return []
-        return [dict(BM=16, BN=64, BK=64, WM=16, WN=16, stages=4, rows_fastest=False, split_k=1)]
+        tiles = decode_tiles(M, N, space.target.sms)
+        return [] if tiles is None else [dict(tiles, rows_fastest=False, split_k=1)]
 
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
@@ -144,4 +151,4 @@ class MmaTiling(Rule):
                        rows_fastest=p.get("rows_fastest", False))
 
 
-__all__ = ["MMA_PAD", "MmaTiling", "mma_warp_tiles"]
+__all__ = ["MMA_PAD", "MmaTiling", "decode_tiles", "mma_warp_tiles"]
