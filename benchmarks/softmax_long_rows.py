@@ -204,15 +204,21 @@ def kernels(N: int):
     }
 
 
-def allow_shared(kernel, nbytes: int) -> None:
-    """Let ``kernel`` (taking two contiguous float32 vectors) have ``nbytes`` of dynamic
-    shared memory a block, as tcomp's launcher does for its own kernels."""
+def launcher(kernel, rows: int, threads: int, shared: int, x, y):
+    """A call that launches ``kernel`` (X, Y: contiguous float32 vectors) on ``x`` and
+    ``y`` through tcomp's own launcher (one cuLaunchKernel, parameters packed once), on
+    PyTorch's current stream: numba's dispatcher costs more host time per launch than
+    some of these kernels take."""
+    import torch
     from numba import types
 
-    from tcomp.codegen.launch import _allow_dynamic_shared, _compiled_function, _launch_handle
+    from tcomp.codegen.launch import DriverKernel, DriverLaunch
 
     vector = types.Array(types.float32, 1, "C")
-    _allow_dynamic_shared(_launch_handle(_compiled_function(kernel, (vector, vector))), nbytes)
+    compiled = DriverKernel(kernel, (vector, vector), (rows, 1, 1), (threads, 1, 1), [(x.numel(), 4)] * 2, shared)
+    launch = DriverLaunch([compiled], [[compiled.data_slots[0]], [compiled.data_slots[1]]], [])
+    pointers = (x.data_ptr(), y.data_ptr())
+    return lambda: launch(pointers, torch.cuda.current_stream().cuda_stream)
 
 
 def main(argv=None) -> int:
@@ -256,11 +262,8 @@ def main(argv=None) -> int:
     example.schedule(s, out)
     mod = tc.build(s)
     report("tcomp, the example's schedule", lambda: mod(x, y))
-    xa, ya = cuda.as_cuda_array(x.view(-1)), cuda.as_cuda_array(y.view(-1))
     for label, (kernel, threads, shared) in kernels(N).items():
-        if shared > 48 * 1024:
-            allow_shared(kernel, shared)
-        report(label, lambda k=kernel, th=threads, sh=shared: k[M, th, 0, sh](xa, ya))
+        report(label, launcher(kernel, M, threads, shared, x, y))
     return 0
 
 
