@@ -30,7 +30,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from numba import cuda, float32  # noqa: E402  (module globals: the simulator swaps ``cuda`` there)
+from numba import cuda, float32, uint32  # noqa: E402  (module globals: the simulator swaps ``cuda`` there)
 
 SIMULATOR = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 #: the slots of a block reduction's shared scratch: a warp's each, or a thread's in the simulator
@@ -39,6 +39,7 @@ if SIMULATOR:  # the simulator's plain-Python accesses
     from tcomp.codegen.vector_access import sim_load4 as load4, sim_store4 as store4  # noqa: E402
 else:
     from tcomp.codegen.vector_access import load4, store4  # noqa: E402
+from hand_launch import launcher  # noqa: E402
 from timing import time_cuda_batched  # noqa: E402
 
 
@@ -48,6 +49,9 @@ def kernels(N: int):
     C = N // (4 * T)  # float4 chunks per thread
     V = 4 * C
     NEG = float32(-math.inf)
+    # index arithmetic in uint32, as tcomp's kernels do (int64 costs the passes that are
+    # compute-bound a measurable share)
+    UN, UC, UV, U4, U4T = uint32(N), uint32(C), uint32(V), uint32(4), uint32(4 * T)
 
     if SIMULATOR:  # no shuffles there: every thread posts its value, and all add them in order
         @cuda.jit(device=True, inline="always")
@@ -97,24 +101,24 @@ def kernels(N: int):
         row = cuda.shared.array(0, float32)
         red_m = cuda.shared.array(RED, float32)
         red_s = cuda.shared.array(RED, float32)
-        base, t = cuda.blockIdx.x * N, cuda.threadIdx.x
-        for c in range(C):
-            v0, v1, v2, v3 = load4(X, base + c * 4 * T + 4 * t)
-            store4(row, c * 4 * T + 4 * t, (v0, v1, v2, v3))
+        base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
+        for c in range(UC):
+            v0, v1, v2, v3 = load4(X, base + c * U4T + U4 * t)
+            store4(row, c * U4T + U4 * t, (v0, v1, v2, v3))
         cuda.syncthreads()
         m = NEG
-        for c in range(C):
-            v0, v1, v2, v3 = load4(row, c * 4 * T + 4 * t)
+        for c in range(UC):
+            v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
             m = max(m, max(max(v0, v1), max(v2, v3)))
         m = block_max(m, red_m)
         s = float32(0.0)
-        for c in range(C):
-            v0, v1, v2, v3 = load4(row, c * 4 * T + 4 * t)
+        for c in range(UC):
+            v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
             s += math.exp(v0 - m) + math.exp(v1 - m) + math.exp(v2 - m) + math.exp(v3 - m)
         s = block_sum(s, red_s)
-        for c in range(C):
-            v0, v1, v2, v3 = load4(row, c * 4 * T + 4 * t)
-            store4(Y, base + c * 4 * T + 4 * t,
+        for c in range(UC):
+            v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
+            store4(Y, base + c * U4T + U4 * t,
                    (math.exp(v0 - m) / s, math.exp(v1 - m) / s, math.exp(v2 - m) / s, math.exp(v3 - m) / s))
 
     @cuda.jit
@@ -122,60 +126,62 @@ def kernels(N: int):
         row = cuda.shared.array(0, float32)
         red_m = cuda.shared.array(RED, float32)
         red_s = cuda.shared.array(RED, float32)
-        base, t = cuda.blockIdx.x * N, cuda.threadIdx.x
+        base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
         m = NEG
-        for c in range(C):
-            v0, v1, v2, v3 = load4(X, base + c * 4 * T + 4 * t)
-            store4(row, c * 4 * T + 4 * t, (v0, v1, v2, v3))
+        for c in range(UC):
+            v0, v1, v2, v3 = load4(X, base + c * U4T + U4 * t)
+            store4(row, c * U4T + U4 * t, (v0, v1, v2, v3))
             m = max(m, max(max(v0, v1), max(v2, v3)))
         m = block_max(m, red_m)
         s = float32(0.0)
-        for c in range(C):
-            v0, v1, v2, v3 = load4(row, c * 4 * T + 4 * t)
+        for c in range(UC):
+            v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
             e0, e1, e2, e3 = math.exp(v0 - m), math.exp(v1 - m), math.exp(v2 - m), math.exp(v3 - m)
-            store4(row, c * 4 * T + 4 * t, (e0, e1, e2, e3))
+            store4(row, c * U4T + U4 * t, (e0, e1, e2, e3))
             s += e0 + e1 + e2 + e3
         s = block_sum(s, red_s)
-        for c in range(C):
-            e0, e1, e2, e3 = load4(row, c * 4 * T + 4 * t)
-            store4(Y, base + c * 4 * T + 4 * t, (e0 / s, e1 / s, e2 / s, e3 / s))
+        for c in range(UC):
+            e0, e1, e2, e3 = load4(row, c * U4T + U4 * t)
+            store4(Y, base + c * U4T + U4 * t, (e0 / s, e1 / s, e2 / s, e3 / s))
 
     @cuda.jit
     def registers(X, Y):
         red_m = cuda.shared.array(RED, float32)
         red_s = cuda.shared.array(RED, float32)
         vals = cuda.local.array(V, float32)
-        base, t = cuda.blockIdx.x * N, cuda.threadIdx.x
+        base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
         m = NEG
-        for c in range(C):
-            v0, v1, v2, v3 = load4(X, base + c * 4 * T + 4 * t)
-            vals[4 * c], vals[4 * c + 1], vals[4 * c + 2], vals[4 * c + 3] = v0, v1, v2, v3
+        for c in range(UC):
+            v0, v1, v2, v3 = load4(X, base + c * U4T + U4 * t)
+            vals[U4 * c], vals[U4 * c + uint32(1)], vals[U4 * c + uint32(2)], vals[U4 * c + uint32(3)] = v0, v1, v2, v3
             m = max(m, max(max(v0, v1), max(v2, v3)))
         m = block_max(m, red_m)
         s = float32(0.0)
-        for q in range(V):
+        for q in range(UV):
             e = math.exp(vals[q] - m)
             vals[q] = e
             s += e
         s = block_sum(s, red_s)
-        for c in range(C):
-            store4(Y, base + c * 4 * T + 4 * t,
-                   (vals[4 * c] / s, vals[4 * c + 1] / s, vals[4 * c + 2] / s, vals[4 * c + 3] / s))
+        for c in range(UC):
+            store4(Y, base + c * U4T + U4 * t,
+                   (vals[U4 * c] / s, vals[U4 * c + uint32(1)] / s, vals[U4 * c + uint32(2)] / s,
+                    vals[U4 * c + uint32(3)] / s))
 
     def online(threads):
-        steps = N // (8 * threads)  # two float4 loads a step
+        steps = uint32(N // (8 * threads))  # two float4 loads a step
+        step, half = uint32(8 * threads), uint32(4 * threads)
 
         @cuda.jit
         def kernel(X, Y):
             red_m = cuda.shared.array(RED, float32)
             red_s = cuda.shared.array(RED, float32)
-            base, t = cuda.blockIdx.x * N, cuda.threadIdx.x
+            base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
             m = NEG
             s = float32(0.0)
             for c in range(steps):
-                at = base + c * 8 * threads + 4 * t
+                at = base + c * step + U4 * t
                 a0, a1, a2, a3 = load4(X, at)
-                b0, b1, b2, b3 = load4(X, at + 4 * threads)
+                b0, b1, b2, b3 = load4(X, at + half)
                 mc = max(max(max(a0, a1), max(a2, a3)), max(max(b0, b1), max(b2, b3)))
                 mn = max(m, mc)
                 s = s * math.exp(m - mn) + (math.exp(a0 - mn) + math.exp(a1 - mn) + math.exp(a2 - mn)
@@ -185,12 +191,12 @@ def kernels(N: int):
             row_max = block_max(m, red_m)
             total = block_sum(s * math.exp(m - row_max), red_s)
             for c in range(steps):
-                at = base + c * 8 * threads + 4 * t
+                at = base + c * step + U4 * t
                 a0, a1, a2, a3 = load4(X, at)
-                b0, b1, b2, b3 = load4(X, at + 4 * threads)
+                b0, b1, b2, b3 = load4(X, at + half)
                 store4(Y, at, (math.exp(a0 - row_max) / total, math.exp(a1 - row_max) / total,
                                math.exp(a2 - row_max) / total, math.exp(a3 - row_max) / total))
-                store4(Y, at + 4 * threads, (math.exp(b0 - row_max) / total, math.exp(b1 - row_max) / total,
+                store4(Y, at + half, (math.exp(b0 - row_max) / total, math.exp(b1 - row_max) / total,
                                              math.exp(b2 - row_max) / total, math.exp(b3 - row_max) / total))
         return kernel
 
@@ -202,23 +208,6 @@ def kernels(N: int):
         "online, two reads (512 threads)": (online(512), 512, 0),
         "online, two reads (1024 threads)": (online(1024), 1024, 0),
     }
-
-
-def launcher(kernel, rows: int, threads: int, shared: int, x, y):
-    """A call that launches ``kernel`` (X, Y: contiguous float32 vectors) on ``x`` and
-    ``y`` through tcomp's own launcher (one cuLaunchKernel, parameters packed once), on
-    PyTorch's current stream: numba's dispatcher costs more host time per launch than
-    some of these kernels take."""
-    import torch
-    from numba import types
-
-    from tcomp.codegen.launch import DriverKernel, DriverLaunch
-
-    vector = types.Array(types.float32, 1, "C")
-    compiled = DriverKernel(kernel, (vector, vector), (rows, 1, 1), (threads, 1, 1), [(x.numel(), 4)] * 2, shared)
-    launch = DriverLaunch([compiled], [[compiled.data_slots[0]], [compiled.data_slots[1]]], [])
-    pointers = (x.data_ptr(), y.data_ptr())
-    return lambda: launch(pointers, torch.cuda.current_stream().cuda_stream)
 
 
 def main(argv=None) -> int:
@@ -263,7 +252,7 @@ def main(argv=None) -> int:
     mod = tc.build(s)
     report("tcomp, the example's schedule", lambda: mod(x, y))
     for label, (kernel, threads, shared) in kernels(N).items():
-        report(label, launcher(kernel, M, threads, shared, x, y))
+        report(label, launcher(kernel, (M,), (threads,), (x.view(-1), y.view(-1)), shared))
     return 0
 
 
