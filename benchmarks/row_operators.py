@@ -71,6 +71,10 @@ VARIANTS = {
     "vector slices and every thread combines": dict(vector_slices=True, combine="every_thread"),
     "one thread combines at 1024 threads": dict(threads=1024, combine="one_thread"),
     "one thread combines at 512 threads": dict(threads=512, combine="one_thread"),
+    "exponentials in shared memory and the row read again at 1024 threads": dict(threads=1024, stage_row=False,
+                                                                           row_stages="shared"),
+    "exponentials in shared memory and the row read again at 512 threads": dict(threads=512, stage_row=False,
+                                                                          row_stages="shared"),
 }
 
 
