@@ -33,6 +33,10 @@ STREAM_VARIANTS = [(64, 256, 2), (128, 128, 2), (128, 256, 2), (64, 128, 8), (25
 #: (parts, threads_x, unroll) of stream_rows_in_blocks (one kernel, the slices added in shared memory)
 IN_BLOCK_VARIANTS = [(64, 8, 2), (64, 4, 4), (32, 8, 8), (128, 4, 2), (256, 2, 2), (256, 2, 4), (128, 2, 4),
                      (256, 4, 2), (64, 8, 4), (128, 4, 4), (128, 8, 2), (64, 16, 8), (256, 4, 4), (128, 4, 8)]
+#: (block_parts, parts, threads_x, unroll) of stream_rows_in_blocks with k cut over blocks too (a warp
+#: reads 512 contiguous bytes of a row of W at threads_x = 32; a second kernel adds the blocks' sums)
+SPLIT_VARIANTS = [(8, 8, 32, 4), (16, 8, 32, 4), (24, 8, 32, 4), (32, 8, 32, 4), (16, 8, 32, 8), (12, 8, 32, 8),
+                  (16, 4, 32, 8), (8, 16, 32, 4), (16, 8, 16, 4)]
 #: (slices, mma_warp_tiles sizes) of the example's ``decode`` (16 to 31 rows on mma.sync, k in slices)
 MMA_VARIANTS = [(2, dict(BN=128, WN=32, stages=4)), (4, dict(BN=128, WN=32, stages=4)),
                 (8, dict(BN=128, WN=32, stages=4)), (16, dict(BN=128, WN=32, stages=3)),
@@ -56,6 +60,8 @@ def main(argv=None) -> int:
                         help="MxNxK of each case, comma-separated")
     parser.add_argument("--example-only", action="store_true", help="time the example's schedule alone (and the "
                                                                       "baselines), not the variants")
+    parser.add_argument("--only", default=None, help="time the example's schedule and the variants whose label "
+                                                     "starts with this (say 'split over blocks')")
     args = parser.parse_args(argv)
 
     import torch
@@ -95,7 +101,10 @@ def main(argv=None) -> int:
             for p, t, u in STREAM_VARIANTS if K % (p * u) == 0] + [
             (f"one kernel parts={p} threads_x={t} unroll={u}",
              streamed(stream_rows_in_blocks, parts=p, threads_x=t, unroll=u))
-            for p, t, u in IN_BLOCK_VARIANTS if K % (p * u) == 0]
+            for p, t, u in IN_BLOCK_VARIANTS if K % (p * u) == 0] + [
+            (f"split over blocks block_parts={b} parts={p} threads_x={t} unroll={u}",
+             streamed(stream_rows_in_blocks, block_parts=b, parts=p, threads_x=t, unroll=u))
+            for b, p, t, u in SPLIT_VARIANTS if K % (b * p * u) == 0]
         if M >= 16:
             schedules += [(f"mma.sync slices={p} " + " ".join(f"{k}={v}" for k, v in sizes.items()),
                            lambda s, Q, p=p, sizes=sizes: ffn.decode(s, Q, {**ffn.mma_tiles_for(M, N, K), **sizes}, p))
@@ -104,6 +113,9 @@ def main(argv=None) -> int:
                            lambda s, Q, sizes=sizes: ffn.schedule(s, Q, **sizes)) for sizes in MMA_WHOLE_K_VARIANTS]
         if args.example_only:
             schedules = schedules[:1]
+        elif args.only:
+            schedules = schedules[:1] + [(label, apply) for label, apply in schedules[1:]
+                                         if label.startswith(args.only)]
         rows = []
         for label, apply in schedules:
             Q = ffn.algorithm(M, N, K)

@@ -139,6 +139,19 @@ def test_streamed_rows_in_one_kernel_match_float64(M, rng):
     _check_ffn(s, out, rng)
 
 
+@pytest.mark.parametrize("M", [1, 2])
+def test_streamed_rows_split_over_blocks_and_warps_match_float64(M, rng):
+    """k cut into slices on blockIdx.y and, within each, on the warps of a block: the
+    warps' sums added through shared memory, the blocks' by a second kernel in a fixed
+    order, then the epilogue on the whole sum."""
+    s, out = _ffn_streamed(M, 64, 256, lambda s, out: stream_rows_in_blocks(s, out, "C", "A", "W", parts=4,
+                                                                            threads_x=4, unroll=4, block_parts=2))
+    assert tc.check(s).legal
+    kernels = tc.lower(s).kernels
+    assert len(kernels) == 2 and kernels[0].grid[1] == 2
+    _check_ffn(s, out, rng)
+
+
 def test_the_skinny_rule_offers_the_one_kernel_form():
     out = ffn_bf16.algorithm(M=1, N=12288, K=4096)
     space = Space(out, target="h200")

@@ -54,22 +54,50 @@ def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: 
 
 
 def stream_rows_in_blocks(s, out, product: str, a: str, b: str, parts: int = 64, threads_x: int = 8,
-                          vector: int = 8, unroll: int = 2) -> None:
+                          vector: int = 8, unroll: int = 2, block_parts: int = 1) -> None:
     """:func:`stream_rows` in one kernel: a block takes ``vector * threads_x`` columns and
     all ``parts`` slices of k, a slice on each ``threadIdx.y``; each thread's partial sums
     go to shared memory, and after a barrier the block adds each output's slices in a
     fixed order and runs ``out``'s stages on the whole sum. No partial sums cross device
-    memory and no second kernel is launched."""
+    memory and no second kernel is launched.
+
+    With ``block_parts`` > 1, k is first cut into that many slices on ``blockIdx.y`` as
+    well (where the columns alone leave SMs idle: the down projection's N = 4096), each
+    block writes its slice's partial sums, and a second kernel adds them in a fixed order
+    and runs ``out``'s stages, as :func:`stream_rows` does."""
     M, _ = s[product].op.output.shape
-    _check_shape(s, product, parts, unroll, vector)
+    _check_shape(s, product, parts * block_parts, unroll, vector)
     columns = vector * threads_x
     if threads_x * max(parts, M * vector) > 1024:
         raise ScheduleError(f"stream_rows_in_blocks runs {threads_x} x {max(parts, M * vector)} threads a block "
                             f"(threads_x by the larger of the slices and M x vector); at most 1024")
+    if block_parts > 1:
+        block_sums = s.rfactor(product, block_parts)
+        _slices_in_block(s, block_sums, block_sums.name, a, b, parts, threads_x, vector, unroll, columns,
+                         leading="blockIdx.y")
+        consumer = s[out]
+        flat = consumer.fuse(*consumer.axis)
+        blocks, lane = consumer.split(flat, 256)
+        consumer.bind(blocks, "blockIdx.x")
+        consumer.bind(lane, "threadIdx.x")
+        _add_slices(s, out, product, lane, block_parts)
+    else:
+        _slices_in_block(s, out, product, a, b, parts, threads_x, vector, unroll, columns)
+
+
+def _slices_in_block(s, out, product: str, a: str, b: str, parts: int, threads_x: int, vector: int, unroll: int,
+                     columns: int, leading: str | None = None) -> None:
+    """``out`` (``product`` or a stage after it; with ``leading``, a stage whose first
+    axis is bound to that block index) on blocks of ``columns`` columns, ``product``'s k
+    in ``parts`` slices on ``threadIdx.y`` added through shared memory."""
     partial = s.rfactor(product, parts)
     acc = s.cache_write(partial, "local")
     consumer = s[out]
-    i, j = consumer.axis
+    if leading is None:
+        i, j = consumer.axis
+    else:
+        outer, i, j = consumer.axis
+        consumer.bind(outer, leading)
     block, in_block = consumer.split(j, columns)
     consumer.reorder(block, i, in_block)
     consumer.bind(block, "blockIdx.x")
@@ -79,7 +107,7 @@ def stream_rows_in_blocks(s, out, product: str, a: str, b: str, parts: int = 64,
     consumer.bind(lane, "threadIdx.x")
     s[partial].set_scope("shared")
     s[partial].compute_at(consumer, block)
-    part, rows_of_partial, pj = s[partial].axis
+    part, *_, rows_of_partial, pj = s[partial].axis
     thread, lanes = s[partial].split(pj, vector)
     s[partial].reorder(part, thread, rows_of_partial, lanes)
     s[partial].bind(part, "threadIdx.y")
@@ -111,8 +139,8 @@ def _slice_in_registers(s, acc, partial, thread, a: str, b: str, unroll: int) ->
     s[acc].compute_at(s[partial], thread)
     (k,) = s[acc].reduce_axis
     k_step, k_unrolled = s[acc].split(k, unroll)
-    slice_axis, rows, cols = s[acc].axis
-    s[acc].reorder(k_step, k_unrolled, slice_axis, rows, cols)
+    slice_axis, *between, rows, cols = s[acc].axis  # between: the block's slice of k, if any
+    s[acc].reorder(k_step, k_unrolled, slice_axis, *between, rows, cols)
     for axis in (k_unrolled, rows, cols):
         s[acc].unroll(axis)
     weights = s.cache_read(b, "local", [acc])
