@@ -308,7 +308,7 @@ def test_the_seed_is_measured_where_the_partitions_fill_the_first_trials(fake_gp
     from tcomp.search.tiling.skinny import SkinnyProduct
 
     monkeypatch.setattr(SkinnyProduct, "seeds", lambda self, group, space: [
-        dict(parts=16, threads=64, unroll=2, one_kernel=True)])  # a point predicted slower than others
+        dict(parts=16, threads=64, unroll=2, one_kernel=True, block_parts=1)])  # predicted slower than others
     out = ffn_bf16.algorithm(1, 32, 2048)
     space = Space(out)
     assert len(space.tileable_fusions()) == 8

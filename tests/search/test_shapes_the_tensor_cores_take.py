@@ -160,6 +160,16 @@ def test_the_skinny_rule_offers_the_one_kernel_form():
     assert tc.check(s).legal and len(tc.lower(s).kernels) == len(point.tilings)  # the product's kernel is one
 
 
+def test_the_skinny_rule_offers_k_over_blocks_as_well():
+    """The down projection's 4096 columns make 128 blocks of 32: the rule also offers k cut
+    over blocks (``block_parts``), the blocks' sums added by a second kernel."""
+    out = ffn_bf16.algorithm(M=1, N=4096, K=12288)
+    space = Space(out, target="h200")
+    point = _drawn(space, "skinny_product", "one_kernel=True", "block_parts=16")
+    s = space.schedule(point)
+    assert tc.check(s).legal and len(tc.lower(s).kernels) == len(point.tilings) + 1
+
+
 def test_stream_rows_names_the_shapes_it_needs():
     out = ffn_bf16.algorithm(M=1, N=64, K=60)
     s = tc.create_schedule(out)

@@ -162,7 +162,7 @@ def test_the_search_seeds_the_decode_rows_with_those_sizes():
         ((_, rule, params),) = seed.tilings
         assert rule == "skinny_product"
         assert dict(params) == dict(parts=parts, threads=threads, unroll=ffn_bf16.stream_sizes(M, N, K)["unroll"],
-                                    one_kernel=True)
+                                    one_kernel=True, block_parts=1)
     assert Space(ffn_bf16.algorithm(12, 12288, 4096)).seed_points() == []
 
 

@@ -188,8 +188,10 @@ class SkinnyProduct(Rule):
     slices added in a fixed order with the epilogue: on blocks of their own and then in a
     second kernel (:func:`stream_rows`), or (``one_kernel``) on the threads of one block,
     added through shared memory (:func:`stream_rows_in_blocks`; ``threads`` is then the
-    block's, ``threads / parts`` of them along the columns). A reassociation, which
-    ``tc.check`` reports."""
+    block's, ``threads / parts`` of them along the columns). With ``one_kernel`` and
+    ``block_parts`` > 1, k is cut over that many blocks as well and a second kernel adds
+    their sums (for outputs too narrow to fill the SMs with column blocks alone). A
+    reassociation, which ``tc.check`` reports."""
 
     name = "skinny_product"
 
@@ -198,8 +200,8 @@ class SkinnyProduct(Rule):
         return product is not None and space.stages[product[0]].shape[0] <= SKINNY_ROWS
 
     def choices(self, group, space):
-        return {"parts": [16, 32, 64, 128, 256], "threads": [64, 128, 256, 512, 1024], "unroll": [2, 4, 8],
-                "one_kernel": [False, True]}
+        return {"parts": [4, 8, 16, 32, 64, 128, 256], "threads": [64, 128, 256, 512, 1024], "unroll": [2, 4, 8],
+                "one_kernel": [False, True], "block_parts": [1, 8, 16, 32]}
 
     def seeds(self, group, space):
         """The one-kernel sizes that measured fastest (:func:`one_kernel_sizes`)."""
@@ -210,7 +212,7 @@ class SkinnyProduct(Rule):
         if sizes is None:
             return []
         return [dict(parts=sizes["parts"], threads=sizes["parts"] * sizes["threads_x"], unroll=sizes["unroll"],
-                     one_kernel=True)]
+                     one_kernel=True, block_parts=1)]
 
     def valid(self, group, space, p):
         product, _, b = product_stage(group)
@@ -218,7 +220,9 @@ class SkinnyProduct(Rule):
         M, N = op.output.shape
         K = op.reduce_axis[0].extent
         vector = _lanes(op, b)
-        if group.staged or vector == 1 or K % (p["parts"] * p["unroll"]) or K // p["parts"] < 4 * p["unroll"]:
+        block_parts = p.get("block_parts", 1)
+        parts = p["parts"] * block_parts
+        if group.staged or vector == 1 or K % (parts * p["unroll"]) or K // parts < 4 * p["unroll"]:
             return False
         if p["one_kernel"]:
             across = p["threads"] // p["parts"]  # threads along the columns
@@ -226,16 +230,18 @@ class SkinnyProduct(Rule):
             shared = p["parts"] * M * columns * 4
             return (across >= 1 and across * p["parts"] == p["threads"] and N % columns == 0
                     and across * max(p["parts"], M * vector) <= space.target.max_threads_per_block
-                    and shared <= space.target.smem_per_block // 2 and N // columns <= 16 * space.target.sms)
+                    and shared <= space.target.smem_per_block // 2
+                    and N // columns * block_parts <= 16 * space.target.sms)
         blocks = -(-N // (vector * p["threads"]))
-        return blocks * p["parts"] <= 16 * space.target.sms and p["threads"] * vector <= 2 * N
+        return block_parts == 1 and p["parts"] >= 16 and blocks * p["parts"] <= 16 * space.target.sms \
+            and p["threads"] * vector <= 2 * N
 
     def apply(self, s, group, p):
         product, a, b = product_stage(group)
         out, vector = s[group.anchor].op.output, _lanes(s[product].op, b)
         if p["one_kernel"]:
             stream_rows_in_blocks(s, out, product, a, b, parts=p["parts"], threads_x=p["threads"] // p["parts"],
-                                  vector=vector, unroll=p["unroll"])
+                                  vector=vector, unroll=p["unroll"], block_parts=p.get("block_parts", 1))
         else:
             stream_rows(s, out, product, a, b, parts=p["parts"], threads=p["threads"], vector=vector,
                         unroll=p["unroll"])
