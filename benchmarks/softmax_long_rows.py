@@ -96,20 +96,36 @@ def kernels(N: int):
                 r += red[w]
             return r
 
+    @cuda.jit(device=True, inline="always")
+    def load_to_registers(X, base, t, vals):
+        """The thread's elements of the row into ``vals``, every load issued before any
+        is used (a use between them would make each wait for the one before); their max."""
+        for c in range(UC):
+            vals[U4 * c], vals[U4 * c + uint32(1)], vals[U4 * c + uint32(2)], vals[U4 * c + uint32(3)] = \
+                load4(X, base + c * U4T + U4 * t)
+        m = NEG
+        for q in range(UV):
+            m = max(m, vals[q])
+        return m
+
+    @cuda.jit(device=True, inline="always")
+    def load_row(X, base, t, row, vals):
+        """:func:`load_to_registers`, then the elements stored to the shared ``row`` (each
+        thread reads back only its own: no barrier needed); their max."""
+        m = load_to_registers(X, base, t, vals)
+        for c in range(UC):
+            store4(row, c * U4T + U4 * t, (vals[U4 * c], vals[U4 * c + uint32(1)], vals[U4 * c + uint32(2)],
+                                          vals[U4 * c + uint32(3)]))
+        return m
+
     @cuda.jit
     def staged_twice(X, Y):
         row = cuda.shared.array(0, float32)
+        vals = cuda.local.array(V, float32)
         red_m = cuda.shared.array(RED, float32)
         red_s = cuda.shared.array(RED, float32)
         base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
-        for c in range(UC):
-            v0, v1, v2, v3 = load4(X, base + c * U4T + U4 * t)
-            store4(row, c * U4T + U4 * t, (v0, v1, v2, v3))
-        cuda.syncthreads()
-        m = NEG
-        for c in range(UC):
-            v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
-            m = max(m, max(max(v0, v1), max(v2, v3)))
+        m = load_row(X, base, t, row, vals)
         m = block_max(m, red_m)
         s = float32(0.0)
         for c in range(UC):
@@ -124,14 +140,11 @@ def kernels(N: int):
     @cuda.jit
     def staged_once(X, Y):
         row = cuda.shared.array(0, float32)
+        vals = cuda.local.array(V, float32)
         red_m = cuda.shared.array(RED, float32)
         red_s = cuda.shared.array(RED, float32)
         base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
-        m = NEG
-        for c in range(UC):
-            v0, v1, v2, v3 = load4(X, base + c * U4T + U4 * t)
-            store4(row, c * U4T + U4 * t, (v0, v1, v2, v3))
-            m = max(m, max(max(v0, v1), max(v2, v3)))
+        m = load_row(X, base, t, row, vals)
         m = block_max(m, red_m)
         s = float32(0.0)
         for c in range(UC):
@@ -150,11 +163,7 @@ def kernels(N: int):
         red_s = cuda.shared.array(RED, float32)
         vals = cuda.local.array(V, float32)
         base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
-        m = NEG
-        for c in range(UC):
-            v0, v1, v2, v3 = load4(X, base + c * U4T + U4 * t)
-            vals[U4 * c], vals[U4 * c + uint32(1)], vals[U4 * c + uint32(2)], vals[U4 * c + uint32(3)] = v0, v1, v2, v3
-            m = max(m, max(max(v0, v1), max(v2, v3)))
+        m = load_to_registers(X, base, t, vals)
         m = block_max(m, red_m)
         s = float32(0.0)
         for q in range(UV):

@@ -140,29 +140,34 @@ def test_the_wide_blocks_give_way_to_192_where_they_need_fewer_waves():
 
 
 def test_the_decode_rows_take_the_sizes_measured_fastest():
-    """One row: one kernel, 64 columns a block where those cover the SMs (12288), else 32
-    (4096); 2 to 8 rows: one kernel, four loads in flight; 9 to 15: two kernels."""
-    assert ffn_bf16.stream_sizes(1, 12288, 4096) == dict(parts=64, threads_x=8, unroll=2, one_kernel=True)
-    assert ffn_bf16.stream_sizes(1, 4096, 12288) == dict(parts=256, threads_x=4, unroll=2, one_kernel=True)
-    assert ffn_bf16.stream_sizes(4, 12288, 4096) == dict(parts=64, threads_x=4, unroll=4, one_kernel=True)
+    """One row: one kernel, 64 columns a block where those cover the SMs (12288), else 256
+    columns a block and k over 16 blocks as well (4096); 2 to 8 rows: one kernel, four
+    loads in flight; 9 to 15: two kernels."""
+    assert ffn_bf16.stream_sizes(1, 12288, 4096) == dict(parts=64, threads_x=8, unroll=2, block_parts=1,
+                                                         one_kernel=True)
+    assert ffn_bf16.stream_sizes(1, 4096, 12288) == dict(parts=8, threads_x=32, unroll=8, block_parts=16,
+                                                         one_kernel=True)
+    assert ffn_bf16.stream_sizes(4, 12288, 4096) == dict(parts=64, threads_x=4, unroll=4, block_parts=1,
+                                                         one_kernel=True)
     assert ffn_bf16.stream_sizes(12, 12288, 4096)["one_kernel"] is False
 
 
 def test_the_search_seeds_the_decode_rows_with_those_sizes():
-    """The ``skinny_product`` rule's seed is the example's one-kernel sizes (512 threads
-    for 64 slices at 12288 columns, 1024 for 256 at 4096), on the one-kernel fusion, and
-    a point of the space; none from 9 rows."""
+    """The ``skinny_product`` rule's seed is the example's sizes (512 threads for 64 slices
+    at 12288 columns, 256 for 8 slices and k over 16 blocks at 4096), on the one-kernel
+    fusion, and a point of the space; none from 9 rows."""
     from tcomp.search.space import Space
 
-    for (M, N, K), threads, parts in (((1, 12288, 4096), 512, 64), ((1, 4096, 12288), 1024, 256),
+    for (M, N, K), threads, parts in (((1, 12288, 4096), 512, 64), ((1, 4096, 12288), 256, 8),
                                       ((4, 12288, 4096), 256, 64)):
         space = Space(ffn_bf16.algorithm(M, N, K))
         (seed,) = space.seed_points()
         assert space.contains(seed)
         ((_, rule, params),) = seed.tilings
         assert rule == "skinny_product"
-        assert dict(params) == dict(parts=parts, threads=threads, unroll=ffn_bf16.stream_sizes(M, N, K)["unroll"],
-                                    one_kernel=True, block_parts=1)
+        sizes = ffn_bf16.stream_sizes(M, N, K)
+        assert dict(params) == dict(parts=parts, threads=threads, unroll=sizes["unroll"], one_kernel=True,
+                                    block_parts=sizes["block_parts"])
     assert Space(ffn_bf16.algorithm(12, 12288, 4096)).seed_points() == []
 
 

@@ -153,22 +153,28 @@ def _slice_in_registers(s, acc, partial, thread, a: str, b: str, unroll: int) ->
 
 
 def one_kernel_sizes(M: int, N: int, K: int, vector: int = 8, sms: int = 132) -> dict | None:
-    """``parts``, ``threads_x`` and ``unroll`` of :func:`stream_rows_in_blocks` that
-    measured fastest for a decode step (``benchmarks/decode_rows.py``, H100, 2026-12-05
-    and 12-06): one row, 8 x 64 threads and two loads of the weights in flight each,
-    blocks of ``8 * vector`` columns, or 4 x 256 threads and blocks of ``4 * vector``
-    where the wider blocks would leave SMs idle (N = 4096); 2 to 8 rows (more arithmetic
-    a load), 4 x 64 threads and four loads each. None from 9 rows (every row's
-    accumulators in registers) or where the sizes do not divide the shape."""
-    if M == 1:
-        threads_x, parts, unroll = (8, 64, 2) if N // (8 * vector) >= sms else (4, 256, 2)
+    """``parts``, ``threads_x``, ``unroll`` and ``block_parts`` of
+    :func:`stream_rows_in_blocks` that measured fastest for a decode step
+    (``benchmarks/decode_rows.py``, H100, 2026-12-05 and 12-06): one row, 8 x 64 threads
+    and two loads of the weights in flight each, blocks of ``8 * vector`` columns; where
+    those blocks would leave SMs idle (N = 4096), warps of 32 threads across 256 columns
+    (512 contiguous bytes of a row of W a load), 8 of them on slices of k, and k cut over
+    16 blocks as well, their sums added by a second kernel (39.7 us, 0.90 of W's copy
+    floor, against 44.0 us for 4 x 256 threads in one kernel); 2 to 8 rows (more
+    arithmetic a load), 4 x 64 threads and four loads each. None from 9 rows (every
+    row's accumulators in registers) or where the sizes do not divide the shape."""
+    block_parts = 1
+    if M == 1 and N // (8 * vector) >= sms:
+        threads_x, parts, unroll = 8, 64, 2
+    elif M == 1:
+        threads_x, parts, unroll, block_parts = 32, 8, 8, 16
     elif 2 <= M <= 8:
         threads_x, parts, unroll = 4, 64, 4
     else:
         return None
-    if N % (vector * threads_x) or K % (parts * unroll) or K // parts < 4 * unroll:
+    if N % (vector * threads_x) or K % (block_parts * parts * unroll) or K // (block_parts * parts) < 4 * unroll:
         return None
-    return dict(parts=parts, threads_x=threads_x, unroll=unroll)
+    return dict(parts=parts, threads_x=threads_x, unroll=unroll, block_parts=block_parts)
 
 
 def _add_slices(s, out, product: str, lane, parts: int) -> None:
@@ -212,7 +218,7 @@ class SkinnyProduct(Rule):
         if sizes is None:
             return []
         return [dict(parts=sizes["parts"], threads=sizes["parts"] * sizes["threads_x"], unroll=sizes["unroll"],
-                     one_kernel=True, block_parts=1)]
+                     one_kernel=True, block_parts=sizes["block_parts"])]
 
     def valid(self, group, space, p):
         product, _, b = product_stage(group)
