@@ -109,7 +109,8 @@ def stream_parts(N: int, K: int, unroll: int, threads_wanted: int) -> int | None
 
 def stream_sizes(M: int, N: int, K: int) -> dict | None:
     """:func:`stream`'s helper and sizes, the fastest of ``benchmarks/decode_rows.py``'s
-    on the H100. Up to 8 rows, ``stream_rows_in_blocks`` (one kernel) at the sizes of
+    on the H100. Up to 8 rows, ``stream_rows_in_blocks`` (one kernel; for one row of a
+    narrow output, k over blocks as well and a second kernel) at the sizes of
     ``one_kernel_sizes`` (which the search's ``skinny_product`` rule seeds too). From 9
     rows (the registers of every row's accumulators), ``stream_rows``: 64 threads, eight
     loads each, k in the slices that give 32 K threads, the slices added by a second
