@@ -215,7 +215,12 @@ class Schedule:
 
         name = self._unique_name(f"{tensor.name}_rf")
         old = stage.op
-        part = IterVar("p", "int32", parts, "spatial")
+        # a stage rfactored twice (k over blocks, then over a block's threads) keeps its
+        # first slice axis: the new one takes a name of its own, which a schedule's
+        # source (``trace_source``) can tell apart
+        taken = {a.name for a in old.axis}
+        part_name = next(n for n in ("p", *(f"p{i}" for i in range(2, len(taken) + 3))) if n not in taken)
+        part = IterVar(part_name, "int32", parts, "spatial")
         fresh = tuple(IterVar(a.name, "int32", a.extent, "spatial") for a in old.axis)
         per_part = -(-k.extent // parts)
         inner = IterVar(k.name, "int32", per_part, "reduce")
@@ -231,7 +236,7 @@ class Schedule:
         partial = Tensor(name, (parts,) + tuple(tensor.shape), tensor.dtype, None)
         partial.op = ComputeOp(name, (part,) + fresh, (inner,), Reduce(red.combiner, source, (inner,)))
         partial.op.output = partial
-        across = IterVar("p", "int32", parts, "reduce")
+        across = IterVar(part_name, "int32", parts, "reduce")
         stage.op = ComputeOp(old.name, old.axis, (across,),
                              Reduce(red.combiner, TensorRead(partial, (across,) + tuple(old.axis)), (across,)))
         stage.op.output = tensor

@@ -168,6 +168,9 @@ def test_the_skinny_rule_offers_k_over_blocks_as_well():
     point = _drawn(space, "skinny_product", "one_kernel=True", "block_parts=16")
     s = space.schedule(point)
     assert tc.check(s).legal and len(tc.lower(s).kernels) == len(point.tilings) + 1
+    # the search measures the schedule's source: its two slice axes have names of their own
+    source = s.trace_source(with_sites=False)
+    assert tc.lower(tc.schedule.replay(source, out)).kernels[0].grid == tc.lower(s).kernels[0].grid
 
 
 def test_stream_rows_names_the_shapes_it_needs():
