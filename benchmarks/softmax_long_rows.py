@@ -71,29 +71,33 @@ def kernels(N: int):
             for w in range(1, cuda.blockDim.x):
                 r += red[w]
             return r
-    else:
+    else:  # a warp's shuffles, then each warp's lane w reads warp w's result and shuffles again
+        # (every thread ends with the total, in log steps: a thread adding the 32 warps' values
+        # one after another is a 31-long chain of shared loads, twice a row)
         @cuda.jit(device=True, inline="always")
         def block_max(x, red):
             for o in (16, 8, 4, 2, 1):
                 x = max(x, cuda.shfl_xor_sync(0xFFFFFFFF, x, o))
-            if cuda.threadIdx.x % 32 == 0:
+            lane = cuda.threadIdx.x % 32
+            if lane == 0:
                 red[cuda.threadIdx.x // 32] = x
             cuda.syncthreads()
-            r = red[0]
-            for w in range(1, cuda.blockDim.x // 32):
-                r = max(r, red[w])
+            r = red[lane] if lane < cuda.blockDim.x // 32 else NEG
+            for o in (16, 8, 4, 2, 1):
+                r = max(r, cuda.shfl_xor_sync(0xFFFFFFFF, r, o))
             return r
 
         @cuda.jit(device=True, inline="always")
         def block_sum(x, red):
             for o in (16, 8, 4, 2, 1):
                 x += cuda.shfl_xor_sync(0xFFFFFFFF, x, o)
-            if cuda.threadIdx.x % 32 == 0:
+            lane = cuda.threadIdx.x % 32
+            if lane == 0:
                 red[cuda.threadIdx.x // 32] = x
             cuda.syncthreads()
-            r = red[0]
-            for w in range(1, cuda.blockDim.x // 32):
-                r += red[w]
+            r = red[lane] if lane < cuda.blockDim.x // 32 else float32(0.0)
+            for o in (16, 8, 4, 2, 1):
+                r += cuda.shfl_xor_sync(0xFFFFFFFF, r, o)
             return r
 
     @cuda.jit(device=True, inline="always")
