@@ -73,7 +73,8 @@ def stream_rows_in_blocks(s, out, product: str, a: str, b: str, parts: int = 64,
                             f"(threads_x by the larger of the slices and M x vector); at most 1024")
     if block_parts > 1:
         block_sums = s.rfactor(product, block_parts)
-        _slices_in_block(s, block_sums, block_sums.name, a, b, parts, threads_x, vector, unroll, columns,
+        block_sum = s.cache_write(block_sums, "local")  # a block adds its warps' sums in a register
+        _slices_in_block(s, block_sums, block_sum.name, a, b, parts, threads_x, vector, unroll, columns,
                          leading="blockIdx.y")
         consumer = s[out]
         flat = consumer.fuse(*consumer.axis)
