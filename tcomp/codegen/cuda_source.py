@@ -19,6 +19,7 @@ then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 import zlib
 
 import numpy as np
@@ -349,6 +350,11 @@ class KernelWriter:
         elif s.kind == "vectorize" and self.vector_loop(s, depth):
             return
         else:
+            guard = _invariant_guard(s)
+            if guard is not None:  # tested once, not in every iteration (see _invariant_guard)
+                self.emit(f"if {self.cond(guard)}:", depth)
+                depth += 1
+                s = replace(s, body=_unguarded(s.body))
             self.unroll_flags.append(s.kind in ("unroll", "vectorize"))
             self.emit(f"for {var} in range({self.constant(s.extent)}):", depth)
             self.stmt(s.body, depth + 1)
@@ -574,6 +580,29 @@ def _bit_copy(store: Store) -> bool:
     value = store.value
     return (isinstance(value, Load) and value.dtype == store.buffer.dtype and stored_as_bits(store.buffer)
             and stored_as_bits(value.buffer))
+
+
+def _invariant_guard(loop: For):
+    """The predicate of a serial loop whose body is stores that all carry it and that the
+    loop's variable does not enter (a thread's guard, ``threadIdx.x < 32``, on the slices
+    it adds), or None. Tested inside the loop, it is a branch between every two
+    iterations, which keeps the compiler from issuing the next iteration's loads before
+    the last one's arithmetic: 32 slices added one load latency after another."""
+    stores = loop.body.stmts if isinstance(loop.body, Seq) else (loop.body,)
+    if not stores or not all(isinstance(st, Store) and st.predicate is not None and not st.asynchronous
+                             for st in stores):
+        return None
+    first = stores[0].predicate
+    if any(str(st.predicate) != str(first) for st in stores[1:]) or loop.var in free_vars(first):
+        return None
+    return first
+
+
+def _unguarded(body):
+    """``body`` (the stores of :func:`_invariant_guard`) without their predicate."""
+    if isinstance(body, Seq):
+        return Seq(tuple(replace(st, predicate=None) for st in body.stmts))
+    return replace(body, predicate=None)
 
 
 def _lane_uniform(condition, loop: For) -> tuple:

@@ -109,11 +109,21 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         accumulator = slices_on_threads(s, partial, s[out], row, rows)
         if lanes_partial is not None:
             lanes_in_registers(s, lanes_partial, accumulator)
+        # the slices (or groups) a thread adds, unrolled: their shared loads are issued
+        # together instead of each waiting for the one before
+        _unroll_sum(s, total if combine == "one_thread" else name)
         if groups is not None:
-            slices_on_threads(s, groups, s[out], row)
+            _unroll_sum(s, slices_on_threads(s, groups, s[out], row))
     if row_cache is not None:
         s[row_cache].compute_at(s[out], row)
         _fill_row(s, row_cache, threads, vector, rows)
+
+
+def _unroll_sum(s, stage) -> None:
+    """Unroll the loop over ``stage``'s one reduction axis (a statistic's slices or groups,
+    added in the same order)."""
+    (axis,) = s[stage].reduce_axis
+    s[stage].unroll(axis)
 
 
 def slices_in_vectors(s, name: str, threads: int, vector: int) -> tuple:
