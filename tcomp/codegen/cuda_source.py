@@ -593,7 +593,8 @@ def _invariant_guard(loop: For):
                              for st in stores):
         return None
     first = stores[0].predicate
-    if any(str(st.predicate) != str(first) for st in stores[1:]) or loop.var in free_vars(first):
+    if any(str(st.predicate) != str(first) for st in stores[1:]) or loop.var in free_vars(first) \
+            or any(isinstance(node, Load) for node in walk(first)):  # a value the loop may store to
         return None
     return first
 

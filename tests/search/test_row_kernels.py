@@ -350,3 +350,24 @@ def test_many_slices_are_added_in_groups_first(rng):
         extents = sorted(st.tensor.shape[0] for st in groups)
         assert SLICE_GROUPS in extents, extents
         np.testing.assert_allclose(run(s, [x]), want, rtol=1e-5, atol=1e-7)
+
+
+def test_the_slices_a_guarded_thread_adds_are_guarded_once_outside_their_loop(rng):
+    """A long row on 128 threads adds its 128 slices in groups: the first 32 threads each
+    add a group, so their loop's stores carry ``threadIdx.x < 32``. The code tests that
+    once, before the loop: tested in every iteration it is a branch between the loads
+    (on the H100 the groups were added one shared-load latency apart). The sums are
+    unchanged."""
+    import re
+
+    from tcomp.codegen import program_source
+
+    Y = softmax.algorithm(2, 2048)
+    s = tc.create_schedule(Y)
+    softmax.schedule(s, Y, threads=128)
+    kernel = program_source(tc.lower(s), simulator=False).split("@cuda.jit(cache=True)")[1]
+    guard_then_loop = re.findall(r"\n( *)if \((p\w*) < _u32_32\):\n\1    for p\w* in range\(_u32_\d+\):", kernel)
+    assert len(guard_then_loop) == 2  # the groups of the max and of the sum
+    assert not re.search(r"for p\w* in range\(_u32_\d+\):\n *if \(p\w* < _u32_32\):", kernel)
+    x = (rng.standard_normal((2, 2048)) * 4.0).astype(np.float32)
+    np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-8)
