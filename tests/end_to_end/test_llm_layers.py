@@ -181,7 +181,9 @@ def test_the_decode_and_swiglu_kernels_assemble_for_sm90a_at_full_size():
 
 @pytest.mark.gpu
 def test_swiglu_and_the_decode_step_match_on_the_gpu(rng):
-    for module, (M, N, K) in ((swiglu_fp8, (256, 512, 256)), (ffn_bf16, (16, 1024, 512))):
+    # (1, 1024, 4096): one decode row of a narrow output, k over 16 blocks as well
+    for module, (M, N, K) in ((swiglu_fp8, (256, 512, 256)), (ffn_bf16, (16, 1024, 512)),
+                              (ffn_bf16, (1, 1024, 4096))):
         out = module.algorithm(M, N, K)
         s = tc.create_schedule(out)
         module.schedule(s, out)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
+import pytest
 
 import tcomp as tc
 from tcomp.search.kernels import ROOT, ROW
@@ -371,3 +372,14 @@ def test_the_slices_a_guarded_thread_adds_are_guarded_once_outside_their_loop(rn
     assert not re.search(r"for p\w* in range\(_u32_\d+\):\n *if \(p\w* < _u32_32\):", kernel)
     x = (rng.standard_normal((2, 2048)) * 4.0).astype(np.float32)
     np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.gpu
+def test_a_long_row_softmax_matches_on_the_gpu(rng):
+    """The example's schedule at rows of 32768: 1024 threads, the 128 KB row staged, the
+    1024 slices added in groups with their guard outside the loop."""
+    Y = softmax.algorithm(4, 32768)
+    s = tc.create_schedule(Y)
+    softmax.schedule(s, Y)
+    x = (rng.standard_normal((4, 32768)) * 4.0).astype(np.float32)
+    np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-9)
