@@ -109,8 +109,9 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         accumulator = slices_on_threads(s, partial, s[out], row, rows)
         if lanes_partial is not None:
             lanes_in_registers(s, lanes_partial, accumulator)
-        # the slices (or groups) a thread adds, unrolled: their shared loads are issued
-        # together instead of each waiting for the one before
+        # the slices (or groups) a thread adds, unrolled at any count (NVVM unrolls 32 by
+        # itself), so that their shared loads issue together where no guard inside the
+        # loop separates them (the code generator tests a loop-invariant guard before it)
         _unroll_sum(s, total if combine == "one_thread" else name)
         if groups is not None:
             _unroll_sum(s, slices_on_threads(s, groups, s[out], row))
