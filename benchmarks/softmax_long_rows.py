@@ -122,44 +122,33 @@ def kernels(N: int):
                                           vals[U4 * c + uint32(3)]))
         return m
 
-    @cuda.jit
-    def staged_twice(X, Y):
-        row = cuda.shared.array(0, float32)
-        vals = cuda.local.array(V, float32)
-        red_m = cuda.shared.array(RED, float32)
-        red_s = cuda.shared.array(RED, float32)
-        base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
-        m = load_row(X, base, t, row, vals)
-        m = block_max(m, red_m)
-        s = float32(0.0)
-        for c in range(UC):
-            v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
-            s += math.exp(v0 - m) + math.exp(v1 - m) + math.exp(v2 - m) + math.exp(v3 - m)
-        s = block_sum(s, red_s)
-        for c in range(UC):
-            v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
-            store4(Y, base + c * U4T + U4 * t,
-                   (math.exp(v0 - m) / s, math.exp(v1 - m) / s, math.exp(v2 - m) / s, math.exp(v3 - m) / s))
-
-    @cuda.jit
-    def staged_once(X, Y):
-        row = cuda.shared.array(0, float32)
-        vals = cuda.local.array(V, float32)
-        red_m = cuda.shared.array(RED, float32)
-        red_s = cuda.shared.array(RED, float32)
-        base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
-        m = load_row(X, base, t, row, vals)
-        m = block_max(m, red_m)
-        s = float32(0.0)
-        for c in range(UC):
-            v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
-            e0, e1, e2, e3 = math.exp(v0 - m), math.exp(v1 - m), math.exp(v2 - m), math.exp(v3 - m)
-            store4(row, c * U4T + U4 * t, (e0, e1, e2, e3))
-            s += e0 + e1 + e2 + e3
-        s = block_sum(s, red_s)
-        for c in range(UC):
-            e0, e1, e2, e3 = load4(row, c * U4T + U4 * t)
-            store4(Y, base + c * U4T + U4 * t, (e0 / s, e1 / s, e2 / s, e3 / s))
+    def staged(exp_once: bool):
+        """The row staged in shared memory; with ``exp_once`` the sum's pass writes each
+        exponential back over its element and the output pass divides it, else the output
+        pass computes it again."""
+        @cuda.jit
+        def kernel(X, Y):
+            row = cuda.shared.array(0, float32)
+            vals = cuda.local.array(V, float32)
+            red_m = cuda.shared.array(RED, float32)
+            red_s = cuda.shared.array(RED, float32)
+            base, t = uint32(cuda.blockIdx.x) * UN, uint32(cuda.threadIdx.x)
+            m = load_row(X, base, t, row, vals)
+            m = block_max(m, red_m)
+            s = float32(0.0)
+            for c in range(UC):
+                v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
+                e0, e1, e2, e3 = math.exp(v0 - m), math.exp(v1 - m), math.exp(v2 - m), math.exp(v3 - m)
+                if exp_once:
+                    store4(row, c * U4T + U4 * t, (e0, e1, e2, e3))
+                s += e0 + e1 + e2 + e3
+            s = block_sum(s, red_s)
+            for c in range(UC):
+                v0, v1, v2, v3 = load4(row, c * U4T + U4 * t)
+                if not exp_once:
+                    v0, v1, v2, v3 = math.exp(v0 - m), math.exp(v1 - m), math.exp(v2 - m), math.exp(v3 - m)
+                store4(Y, base + c * U4T + U4 * t, (v0 / s, v1 / s, v2 / s, v3 / s))
+        return kernel
 
     @cuda.jit
     def registers(X, Y):
@@ -214,8 +203,8 @@ def kernels(N: int):
         return kernel
 
     return {
-        "staged, exp twice (1024 threads)": (staged_twice, T, 4 * N),
-        "staged, exp once (1024 threads)": (staged_once, T, 4 * N),
+        "staged, exp twice (1024 threads)": (staged(False), T, 4 * N),
+        "staged, exp once (1024 threads)": (staged(True), T, 4 * N),
         "registers (1024 threads)": (registers, T, 0),
         "online, two reads (256 threads)": (online(256), 256, 0),
         "online, two reads (512 threads)": (online(512), 512, 0),

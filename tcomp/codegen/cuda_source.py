@@ -19,8 +19,8 @@ then lists the global arguments it accesses that way in ``VECTOR_ALIGNMENT``
 from __future__ import annotations
 
 import math
-from dataclasses import replace
 import zlib
+from dataclasses import replace
 
 import numpy as np
 

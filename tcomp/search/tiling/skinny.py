@@ -45,12 +45,7 @@ def stream_rows(s, out, product: str, a: str, b: str, parts: int = 16, threads: 
     s[partial].unroll(i)
     s[partial].vectorize(lanes)
     _slice_in_registers(s, acc, partial, thread, a, b, unroll)
-    consumer = s[out]
-    flat = consumer.fuse(*consumer.axis)
-    blocks, lane = consumer.split(flat, combine_threads)
-    consumer.bind(blocks, "blockIdx.x")
-    consumer.bind(lane, "threadIdx.x")
-    _add_slices(s, out, product, lane, parts)
+    _slices_added_in_a_second_kernel(s, out, product, parts, combine_threads)
 
 
 def stream_rows_in_blocks(s, out, product: str, a: str, b: str, parts: int = 64, threads_x: int = 8,
@@ -76,12 +71,7 @@ def stream_rows_in_blocks(s, out, product: str, a: str, b: str, parts: int = 64,
         block_sum = s.cache_write(block_sums, "local")  # a block adds its warps' sums in a register
         _slices_in_block(s, block_sums, block_sum.name, a, b, parts, threads_x, vector, unroll, columns,
                          leading="blockIdx.y")
-        consumer = s[out]
-        flat = consumer.fuse(*consumer.axis)
-        blocks, lane = consumer.split(flat, 256)
-        consumer.bind(blocks, "blockIdx.x")
-        consumer.bind(lane, "threadIdx.x")
-        _add_slices(s, out, product, lane, block_parts)
+        _slices_added_in_a_second_kernel(s, out, product, block_parts)
     else:
         _slices_in_block(s, out, product, a, b, parts, threads_x, vector, unroll, columns)
 
@@ -176,6 +166,17 @@ def one_kernel_sizes(M: int, N: int, K: int, vector: int = 8, sms: int = 132) ->
     if N % (vector * threads_x) or K % (block_parts * parts * unroll) or K // (block_parts * parts) < 4 * unroll:
         return None
     return dict(parts=parts, threads_x=threads_x, unroll=unroll, block_parts=block_parts)
+
+
+def _slices_added_in_a_second_kernel(s, out, product: str, parts: int, threads: int = 256) -> None:
+    """``out`` one element per thread of blocks of ``threads``, ``product``'s ``parts``
+    slices (written by the kernel before) added there in a fixed order."""
+    consumer = s[out]
+    flat = consumer.fuse(*consumer.axis)
+    blocks, lane = consumer.split(flat, threads)
+    consumer.bind(blocks, "blockIdx.x")
+    consumer.bind(lane, "threadIdx.x")
+    _add_slices(s, out, product, lane, parts)
 
 
 def _add_slices(s, out, product: str, lane, parts: int) -> None:
