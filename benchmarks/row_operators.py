@@ -75,6 +75,11 @@ VARIANTS = {
                                                                            row_stages="shared"),
     "exponentials in shared memory and the row read again at 512 threads": dict(threads=512, stage_row=False,
                                                                           row_stages="shared"),
+    "a tree": dict(combine="tree"), "a tree and vector slices": dict(combine="tree", vector_slices=True),
+    "a tree at 256 threads": dict(combine="tree", threads=256),
+    "a tree at 512 threads": dict(combine="tree", threads=512),
+    "a tree at 1024 threads": dict(combine="tree", threads=1024),
+    "a tree and vector slices at 256 threads": dict(combine="tree", threads=256, vector_slices=True),
 }
 
 

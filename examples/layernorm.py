@@ -5,7 +5,8 @@ E[x^2] - E[x]^2).
 
 The hand schedule is one kernel, with a block per row (``rows_in_blocks``):
 1. The row is copied once into shared memory.
-2. The mean is taken over interleaved slices (64 for a row of 4096).
+2. The mean is taken over interleaved slices (a thread each, 256 of them), which the
+   threads add together in a tree (warp shuffles, then the warps' totals).
 3. The variance is taken the same way, once the mean is complete.
 4. The normalized row is written 8 elements per thread and store.
 
@@ -15,6 +16,8 @@ The hand schedule is one kernel, with a block per row (``rows_in_blocks``):
 
 import tcomp as tc
 from tcomp.search.tiling import rows_in_blocks
+from tcomp.search.tiling.rows import staged_row_threads
+from tcomp.target import H200
 
 EPS = 1e-5
 
@@ -34,14 +37,20 @@ def algorithm(M=1024, N=4096):
                                                    "bfloat16"), name="Y")
 
 
-def schedule(s, out, threads=64, vector=8, combine="one_thread", slices=None, stage_row=True,
-             row_stages="inline", rows=1, vector_slices=False):
-    """One kernel, a block of ``threads`` per row (``rows_in_blocks``): the row staged in
-    shared memory; the row's sum, then its sum of squared deviations, in interleaved
-    slices; the deviations inlined (``row_stages="shared"``: computed once into a shared
-    row). ``rows`` > 1: that many rows a
-    block, a row on each ``threadIdx.y`` (a warp a row for short rows). ``vector_slices``:
-    each thread reads its slice ``vector`` elements at a time."""
+def schedule(s, out, threads=None, vector=8, combine="tree", slices=None, stage_row=True,
+             row_stages="inline", rows=1, vector_slices=None):
+    """One kernel, a block of ``threads`` per row (``rows_in_blocks``; by default
+    ``staged_row_threads``, 256 at 4096): the row staged in shared memory; the row's sum,
+    then its sum of squared deviations, in interleaved slices, each thread reading its
+    slice ``vector`` elements at a time (``vector_slices``; by default where ``threads *
+    vector`` fit in a row) and the threads adding the slices together in a tree
+    (``combine``); the deviations inlined
+    (``row_stages="shared"``: computed once into a shared row). ``rows`` > 1: that many
+    rows a block, a row on each ``threadIdx.y`` (a warp a row for short rows)."""
+    if threads is None:
+        threads = staged_row_threads(out.shape[-1] * 2, H200, combine) if stage_row else 64  # a bf16 row
+    if vector_slices is None:  # where the threads' vectors fit in a row
+        vector_slices = threads * vector <= out.shape[-1]
     between = ("D",)
     rows_in_blocks(s, out, "X", readers=["Sx", "D"], statistics=["Sx", "Sd"], threads=threads, vector=vector,
                    inline=between if row_stages == "inline" else (),

@@ -33,22 +33,22 @@ def algorithm(M=4096, N=4096):
     return tc.compute((M, N), lambda i, j: E[i, j] / S[i], name="Y")
 
 
-def schedule(s, out, threads=None, vector=4, combine="every_thread", slices=None, stage_row=True,
+def schedule(s, out, threads=None, vector=4, combine="tree", slices=None, stage_row=True,
              row_stages="inline", rows=1, vector_slices=True):
-    """One kernel, a block of ``threads`` per row (``rows_in_blocks``; by default 64, or
-    1024 where the staged row leaves an SM one block: ``staged_row_threads``, 436 us
-    against 1644 us at 4096 x 32768 on an H100): the row staged in
-    shared memory; its max, then its sum of exponentials, in interleaved slices; the
-    exponentials inlined into the sum and the output (``row_stages="shared"``: computed
-    once into a shared row that both read). ``rows`` > 1: that many rows a
+    """One kernel, a block of ``threads`` per row (``rows_in_blocks``; by default
+    ``staged_row_threads``: 256, or 1024 where the staged row leaves an SM one block): the
+    row staged in shared memory; its max, then its sum of exponentials, in interleaved
+    slices; the exponentials inlined into the sum and the output (``row_stages="shared"``:
+    computed once into a shared row that both read). ``rows`` > 1: that many rows a
     block, a row on each ``threadIdx.y`` (a warp a row for short rows). ``vector_slices``:
-    each thread reads its slice ``vector`` elements at a time; ``combine``: every thread
-    adds the slices itself (no second barrier). Those two defaults measured 53.0 us against
-    60.7 us with one thread adding scalar slices at 4096 x 4096, and 27.5 against 36.1 us
-    at 8192 x 1024 (H100, ``benchmarks/row_operators.py``)."""
+    each thread reads its slice ``vector`` elements at a time; ``combine``: the threads add
+    the slices together in a tree (warp shuffles, then the warps' totals). The defaults
+    measured 49.6 us at 4096 x 4096 (53.0 us with 64 threads each adding every slice, 60.7
+    with one thread adding scalar slices) and 391.5 us at 4096 x 32768 (411.1 with every
+    thread adding the slices' groups) on an H100 (``benchmarks/row_operators.py``)."""
     between = ("E",)
-    if threads is None:
-        threads = staged_row_threads(out.shape[-1] * 4, H200) if stage_row else 64  # a float32 row
+    if threads is None:  # a float32 row
+        threads = staged_row_threads(out.shape[-1] * 4, H200, combine) if stage_row else 64
     rows_in_blocks(s, out, "X", readers=["Mx", "E"], statistics=["Mx", "S"], threads=threads, vector=vector,
                    inline=between if row_stages == "inline" else (),
                    shared_stages=between if row_stages == "shared" else (),

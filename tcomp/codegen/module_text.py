@@ -73,11 +73,12 @@ def _rint(x):
 
 def _shfl(x, lane, scratch):
     # shfl.sync in the simulator: every thread of the block posts its x, a barrier, each
-    # reads its warp's lane ``lane`` (a warp is one row of threadIdx.x, 32 wide), a barrier
+    # reads its warp's lane ``lane`` (a warp: 32 consecutive threads of the block's linear
+    # order, threadIdx.x fastest), a barrier
     me = cuda.threadIdx.x + cuda.blockDim.x * (cuda.threadIdx.y + cuda.blockDim.y * cuda.threadIdx.z)
     scratch[me] = x
     cuda.syncthreads()
-    value = scratch[me - cuda.threadIdx.x + lane]
+    value = scratch[me - me % 32 + lane]
     cuda.syncthreads()
     return float32(value)
 

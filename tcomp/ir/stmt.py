@@ -3,6 +3,7 @@
 Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
 
     Stmt    := For(var, extent, kind, body)     kind: serial | unroll | vectorize
+                                                 | across_threads (until lowered)
                                                  | blockIdx.{x,y,z} | threadIdx.{x,y,z}
              | Seq(stmts)
              | Store(buffer, index, value, predicate, asynchronous, in_bounds)
@@ -54,7 +55,10 @@ from .expr import Expr, Var
 
 THREAD_TAGS = ("threadIdx.x", "threadIdx.y", "threadIdx.z")
 BLOCK_TAGS = ("blockIdx.x", "blockIdx.y", "blockIdx.z")
-LOOP_KINDS = ("serial", "unroll", "vectorize", "tensorize") + BLOCK_TAGS + THREAD_TAGS
+#: a reduction loop that the block's threads run together (``s[T].reduce_across_threads``;
+#: ``tcomp.lower.thread_reduction`` writes it out)
+ACROSS_THREADS = "across_threads"
+LOOP_KINDS = ("serial", "unroll", "vectorize", "tensorize", ACROSS_THREADS) + BLOCK_TAGS + THREAD_TAGS
 
 
 @dataclass(frozen=True, eq=False)

@@ -13,6 +13,7 @@ from .partition import partition_loops
 from .shared_reuse import share_shared_memory
 from .warp_shuffle import shuffle_within_warps
 from .tensorize import tensorize_loops
+from .thread_reduction import reduce_across_threads
 from .warpgroup import order_warpgroup_mma
 
 
@@ -144,6 +145,7 @@ def simplify_pred(p, ranges=None):
 KERNEL_PASSES = (
     ("infer_launch", infer_launch),
     ("guard_bound_loops", guard_bound_loops),
+    ("reduce_across_threads", reduce_across_threads),
     ("partition_loops", partition_loops),
     ("simplify_indices", simplify_indices),
     ("tensorize_loops", tensorize_loops),

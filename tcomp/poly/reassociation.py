@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import islpy as isl
 
 from . import explain as ex
+from ..ir.stmt import ACROSS_THREADS
 from .algorithm import statement_name
 from .scheduled import ScheduledProgram, same_context
 
@@ -62,6 +63,15 @@ def reassociations(s, prog: ScheduledProgram) -> tuple:
                 f"{stage.name}: tensorize({name}, {intrinsic!r}) adds each k step's 16 products inside "
                 f"one {'wgmma' if kind != 'tensorize' else 'mma.sync'} instruction, in the hardware's order; a "
                 f"floating-point sum may differ from the algorithm's in the last bits")))
+            continue
+        across = [v.name for v, kind in stage.annotations.items() if kind == ACROSS_THREADS]
+        if across:
+            exact = red.combiner in ("max", "min")
+            out.append(Reassociation(stage.name, red.combiner, exact, (
+                f"{stage.name}: reduce_across_threads({across[0]}) combines the threads' terms in a tree "
+                f"(warp shuffles, then the warps' totals); "
+                + ("exact for max and min: the result is the same" if exact else
+                   "a floating-point sum may differ from the algorithm's in the last bits"))))
             continue
         upd = next((st for st in prog.of_stage(stage) if st.kind == "update"), None)
         if upd is None:

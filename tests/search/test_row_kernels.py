@@ -180,8 +180,8 @@ def test_an_unknown_way_to_add_the_slices_is_refused_by_name():
 
     Y = softmax.algorithm(2, 64)
     s = tc.create_schedule(Y)
-    with pytest.raises(tc.TcompError, match="combine must be one of 'one_thread', 'every_thread', got 'tree'"):
-        rows_in_blocks(s, Y, "X", readers=["Mx", "E"], statistics=["Mx", "S"], inline=("E",), combine="tree")
+    with pytest.raises(tc.TcompError, match="combine must be one of 'one_thread', 'every_thread', 'tree', got 'log'"):
+        rows_in_blocks(s, Y, "X", readers=["Mx", "E"], statistics=["Mx", "S"], inline=("E",), combine="log")
 
 
 def test_several_rows_a_block_a_warp_each_match_float64(rng):
@@ -365,7 +365,7 @@ def test_the_slices_a_guarded_thread_adds_are_guarded_once_outside_their_loop(rn
 
     Y = softmax.algorithm(2, 2048)
     s = tc.create_schedule(Y)
-    softmax.schedule(s, Y, threads=128)
+    softmax.schedule(s, Y, threads=128, combine="every_thread")
     kernel = program_source(tc.lower(s), simulator=False).split("@cuda.jit(cache=True)")[1]
     guard_then_loop = re.findall(r"\n( *)if \((p\w*) < _u32_32\):\n\1    for p\w* in range\(_u32_\d+\):", kernel)
     assert len(guard_then_loop) == 2  # the groups of the max and of the sum

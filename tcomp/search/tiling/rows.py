@@ -44,14 +44,18 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
        the slices are added in a fixed order: with ``combine="one_thread"`` by the first
        thread, in a register, the total stored in shared memory for the others to read
        after another barrier; with ``combine="every_thread"`` by every thread into its own
-       register (no second barrier, but ``threads`` times the additions). A statistic's
+       register (no second barrier, but ``threads`` times the additions); with
+       ``combine="tree"`` by the threads together (``reduce_across_threads``: each thread
+       its own slices, then warp shuffles and the warps' totals, log steps; every thread
+       gets the total). A statistic's
        path is a slice and then all the slices, so the default is the divisor of the
        row's length nearest its square root, at most ``threads`` (:func:`row_slices`: 64
        for 4096). With ``vector_slices`` there is a slice a thread, read ``vector``
        elements at a time (``threads * vector`` interleaved lanes, each summed in a
        register; the thread adds its lanes into its slice, then the slices are added as
-       above): an eighth of the shared-memory loads for 16-byte vectors of bf16. More
-       than ``GROUPED_SLICES`` slices (a long row on many threads) are added in two
+       above): an eighth of the shared-memory loads for 16-byte vectors of bf16. Unless
+       they go in a tree, more than ``GROUPED_SLICES`` slices (a long row on many
+       threads) are added in two
        steps: ``SLICE_GROUPS`` threads each add an interleaved group of them, then the
        groups are added as above.
     4. ``out``'s elements are written ``vector`` per thread and store.
@@ -97,7 +101,7 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
             lanes_partial = None
         count = threads if lanes_partial is not None else slices
         groups = s.rfactor(name, SLICE_GROUPS, interleaved=True) \
-            if partial is not None and rows == 1 and count > GROUPED_SLICES else None
+            if partial is not None and rows == 1 and count > GROUPED_SLICES and combine != "tree" else None
         if combine == "one_thread" or partial is None:
             total = s.cache_write(name, "local")
             s[name].set_scope("shared")
@@ -109,6 +113,10 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         accumulator = slices_on_threads(s, partial, s[out], row, rows)
         if lanes_partial is not None:
             lanes_in_registers(s, lanes_partial, accumulator)
+        if combine == "tree":
+            (axis,) = s[name].reduce_axis
+            s[name].reduce_across_threads(axis)
+            continue
         # the slices (or groups) a thread adds, unrolled at any count (NVVM unrolls 32 by
         # itself), so that their shared loads issue together where no guard inside the
         # loop separates them (the code generator tests a loop-invariant guard before it)
@@ -191,7 +199,7 @@ def _fill_row(s, name, threads: int, vector: int, rows: int = 1) -> None:
 
 
 #: how :func:`rows_in_blocks` adds a statistic's slices
-COMBINES = ("one_thread", "every_thread")
+COMBINES = ("one_thread", "every_thread", "tree")
 #: slices beyond which :func:`rows_in_blocks` adds them in two steps: first in
 #: ``SLICE_GROUPS`` interleaved groups, a thread each, then the groups, so that no thread
 #: adds more than ``max(slices / SLICE_GROUPS, SLICE_GROUPS)`` values one after another
@@ -217,13 +225,19 @@ def row_slices(length: int, threads: int) -> int:
     return padded if 1.25 * path(padded) < path(exact) else exact
 
 
-def staged_row_threads(row_bytes: int, target) -> int:
+def staged_row_threads(row_bytes: int, target, combine: str = "tree") -> int:
     """The threads of a block per row (:func:`rows_in_blocks`) that measured fastest with
-    the row staged: 64, where the other rows an SM holds hide a block's phases; the most a
-    block may have where the staged row leaves an SM room for one block (over half its
-    shared memory), whose phases then run one after another: softmax at 4096 x 32768 took
-    436 us at 1024 threads, 451 at 512, 576 at 256 and 1644 at 64 (H100)."""
-    return target.max_threads_per_block if 2 * row_bytes > target.smem_per_sm else 64
+    the row staged. Where the staged row leaves an SM room for one block (over half its
+    shared memory), the most a block may have, since its phases then run one after another
+    with nothing to hide them: softmax at 4096 x 32768 took 392 us at 1024 threads with
+    the slices added in a tree, 466 at 512 (436, 451, 576 and 1644 us at 1024, 512, 256
+    and 64 threads with every thread adding them). Otherwise 256 threads where the slices
+    go in a tree (softmax 4096 x 4096: 48.8 us against 53.1 at 64; RMSNorm 7239 x 4096:
+    43.4 against 48.6), and 64 where a thread adds them one after another (a long chain
+    at 256). All H100, ``benchmarks/row_operators.py``."""
+    if 2 * row_bytes > target.smem_per_sm:
+        return target.max_threads_per_block
+    return 256 if combine == "tree" else 64
 
 
 class RowKernel(Rule):
@@ -271,19 +285,18 @@ class RowKernel(Rule):
                 and shared <= space.target.smem_per_block)
 
     def seeds(self, group, space):
-        """16-byte vectors, each thread reading its slice a vector at a time and adding the
-        slices itself, the row staged, on 64 threads a row: the fastest hand variant of
-        softmax at 4096 x 4096 and 8192 x 1024 and of RMSNorm at 7239 x 4096; or on the
-        most threads a block may have where the staged row leaves an SM room for one
-        block, whose phases then run one after another with nothing to hide them: 436 us
-        at 1024 threads against 451 at 512 and 576 at 256 for softmax at 4096 x 32768
-        (H100, ``benchmarks/row_operators.py``)."""
+        """16-byte vectors, each thread reading its slice a vector at a time, the row
+        staged, on :func:`staged_row_threads` threads a row: first with the slices added
+        in a tree across the threads (the fastest hand variant of softmax at 4096 x 4096
+        and 4096 x 32768 and of RMSNorm at 7239 x 4096, H100), then with every thread
+        adding them itself (the fastest before the tree, and softmax's at 8192 x 1024)."""
         (source,) = row_sources(group)
         _, length = row_shape(space.stages[group.anchor])
         widest = max(itemsize(source.dtype), itemsize(space.stages[group.anchor].op.output.dtype))
-        threads = staged_row_threads(length * itemsize(source.dtype), space.target)
-        return [{**self.defaults, "threads": threads, "vector": 16 // widest, "combine": "every_thread",
-                 "vector_slices": True}]
+        row_bytes = length * itemsize(source.dtype)
+        return [{**self.defaults, "threads": staged_row_threads(row_bytes, space.target, combine),
+                 "vector": 16 // widest, "combine": combine, "vector_slices": True}
+                for combine in ("tree", "every_thread")]
 
     def apply(self, s, group, p):
         (source,) = row_sources(group)
