@@ -75,6 +75,8 @@ VARIANTS = {
                                                                            row_stages="shared"),
     "exponentials in shared memory and the row read again at 512 threads": dict(threads=512, stage_row=False,
                                                                           row_stages="shared"),
+    "every thread adds at 64 threads": dict(combine="every_thread", threads=64),
+    "one thread adds scalar slices at 64 threads": dict(combine="one_thread", threads=64, vector_slices=False),
     "a tree": dict(combine="tree"), "a tree and vector slices": dict(combine="tree", vector_slices=True),
     "a tree at 256 threads": dict(combine="tree", threads=256),
     "a tree at 512 threads": dict(combine="tree", threads=512),

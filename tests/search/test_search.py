@@ -320,19 +320,20 @@ def test_the_seed_is_measured_where_the_partitions_fill_the_first_trials(fake_gp
 
 def test_a_row_that_fills_an_sm_is_seeded_on_the_most_threads():
     """A staged row of over half an SM's shared memory (32768 floats: 128 KB) leaves an SM
-    one block, whose phases nothing hides: the row kernel's seed (and the softmax example's
-    default) is then 1024 threads, not the 64 that suit a 4096-wide row."""
+    one block, whose phases nothing hides: the row kernel's seeds (and the softmax example's
+    default) are then 1024 threads, not the 256 that suit a 4096-wide row whose slices go
+    in a tree (nor the 64 where every thread adds them); the tree is seeded first."""
     import softmax  # examples/, on the path above
 
     from tcomp.search.space import Space
 
-    def seeded_threads(N):
-        (seed,) = [p for p in Space(softmax.algorithm(8, N)).seed_points() if len(p.tilings) == 1]
-        return dict(seed.tilings[0][2])["threads"]
+    def seeds(N):
+        points = [p for p in Space(softmax.algorithm(8, N)).seed_points() if len(p.tilings) == 1]
+        return [(dict(p.tilings[0][2])["combine"], dict(p.tilings[0][2])["threads"]) for p in points]
 
-    assert seeded_threads(32768) == 1024
-    assert seeded_threads(4096) == 64
-    for N, threads in ((32768, 1024), (4096, 64)):  # the example's hand schedule likewise
+    assert seeds(32768) == [("tree", 1024), ("every_thread", 1024)]
+    assert seeds(4096) == [("tree", 256), ("every_thread", 64)]
+    for N, threads in ((32768, 1024), (4096, 256)):  # the example's hand schedule likewise
         out = softmax.algorithm(8, N)
         s = tc.create_schedule(out)
         softmax.schedule(s, out)
