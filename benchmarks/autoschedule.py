@@ -1,7 +1,9 @@
 """The auto-scheduler on the H200: each case searched with ``tc.autoschedule``, then the
 winner measured again beside the best hand schedules (interleaved, in one runner) and the
 baselines (cuBLAS fp32, Triton fp32 ieee best of four configurations, PyTorch eager, a
-device copy of the same bytes), all in one run.
+device copy of the same bytes), all in one run. tcomp and the baselines alike are timed
+as replays of a CUDA graph of many calls (no host launch between calls; the 20th session's
+logs and before: baselines launched back to back).
 
     python benchmarks/autoschedule.py --cases sgemm4096 --out-dir OUT [--trials 64]
 
@@ -101,10 +103,12 @@ def _torch_inputs(bench):
 
 
 def _time_torch(fn, repeat=10):
-    """Seconds per call, launches hidden behind the GPU's work, as the search times tcomp."""
-    from timing import time_cuda_batched  # benchmarks/timing.py
+    """Seconds per call, replayed from a CUDA graph as the search times tcomp (no host
+    launch between calls: at a few microseconds a kernel, launches back to back time the
+    host)."""
+    from timing import time_cuda_replayed  # benchmarks/timing.py
 
-    return time_cuda_batched(fn, calls=20, repeat=repeat)
+    return time_cuda_replayed(fn, calls=20, repeat=repeat)
 
 
 def _triton_matmul():
@@ -195,7 +199,7 @@ def _baselines(case, bench, ref_path):
         compiled = torch.compile(eager)
         compiled(*inputs)
         out["torch.compile"] = _time_torch(lambda: compiled(*inputs))
-        out["device copy of the same bytes (floor)"] = copy_floor(inputs, inputs[0], torch)
+        out["device copy of the same bytes (floor)"] = copy_floor(inputs, inputs[0], torch, timer=_time_torch)
     else:
         x, g = inputs
 

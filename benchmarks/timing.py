@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import statistics
+import sys
 
 
 def time_cuda(fn, repeat: int, warmup: int = 3) -> float:
@@ -26,6 +27,43 @@ def time_cuda_batched(fn, calls: int = 20, repeat: int = 10, warmup: int = 3) ->
         start.record()
         for _ in range(calls):
             fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop) / 1e3 / calls)
+    return statistics.median(times)
+
+
+def time_cuda_replayed(fn, calls: int = 20, repeat: int = 10, warmup: int = 3) -> float:
+    """Median seconds per call of ``fn`` (torch work) over ``repeat`` replays of one CUDA
+    graph of ``calls`` calls: no host launch between the calls, as the search times a tcomp
+    module (``tcomp.search.measure``). Where ``fn`` cannot be captured, its calls are timed
+    back to back instead (:func:`time_cuda_batched`)."""
+    import torch
+
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):  # NOTE: warm-up on a side stream, as capture requires
+        for _ in range(warmup):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    try:
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                fn()
+    except RuntimeError as err:
+        print(f"note: a CUDA graph could not capture {getattr(fn, '__name__', fn)} ({str(err)[:80]}); timed "
+              f"back to back instead", file=sys.stderr)
+        torch.cuda.synchronize()
+        return time_cuda_batched(fn, calls=calls, repeat=repeat, warmup=warmup)
+    graph.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop) / 1e3 / calls)

@@ -3,9 +3,9 @@
 workload: examples/gelu_chain.py
 shape:    M=8192, N=8192
 target:   NVIDIA H100 80GB HBM3 (132 SMs)
-measured: 132.9 us, predicted 115.6 us
+measured: 131.3 us, predicted 142.4 us
 point:    Y: flat_tiling threads=128 vector=4
-date:     2026-12-05
+date:     2026-12-06
 
     tcomp bench examples/gelu_chain.py --schedule schedules/gelu_chain_8192.py --shape M=8192,N=8192
 """
