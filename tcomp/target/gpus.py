@@ -55,7 +55,7 @@ class Target:
     # latency hiding (docs/hardware.md, "Modelling assumptions")
     mem_latency_ns: float
     outstanding_loads_per_warp: int
-    launch_overhead_s: float  # per kernel launch
+    launch_overhead_s: float  # per kernel of a program
     warp_size: int = 32
     # the rate of warp-level mma.sync where it is below the matrix peak (on Hopper only
     # wgmma reaches the peak); None: the matrix peak
@@ -134,7 +134,11 @@ H100 = Target(
     l1_wavefronts_per_clock=1,  # 128 bytes per clock per SM from shared memory / L1 (CUDA guide)
     mem_latency_ns=600.0,  # assumption
     outstanding_loads_per_warp=4,  # assumption
-    launch_overhead_s=5e-6,  # assumption
+    # a kernel's fixed cost as the search times it (CUDA graph replays, no host launch
+    # between calls): a one-row RMSNorm, whose work is a few hundred ns, took 1.6-1.9 us
+    # a call (H100, 20th session); 5 us (the assumption before) ranked a decode row's
+    # split k (two kernels) behind one kernel that measured 12% slower
+    launch_overhead_s=2e-6,
     # measured on the H200 (issue 13: registers-only mma.sync chains from Numba reached
     # 330-390 TFLOP/s; the same SM as the H100's)
     mma_sync_flops_bf16=390e12,
