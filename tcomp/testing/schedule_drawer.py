@@ -24,7 +24,8 @@ _TAGS = _THREAD + _BLOCK + ("threadIdx.z", "blockIdx.z")
 _LOOP_STEPS = ("split", "tile", "reorder", "fuse")
 _ANY_STEPS = ("split", "tile", "reorder", "fuse", "bind", "unroll", "vectorize", "compute_at",
               "reverse_compute_at", "compute_inline", "compute_root", "set_scope", "storage_order", "storage_pad",
-              "storage_layout", "double_buffer", "pipeline", "tensorize", "cache_read", "cache_write", "rfactor")
+              "storage_layout", "double_buffer", "pipeline", "tensorize", "cache_read", "cache_write", "rfactor",
+              "reduce_across_threads")
 
 
 class ScheduleDrawer:
@@ -204,6 +205,13 @@ class ScheduleDrawer:
         ax = self.pick(self.free_loops(stage), stage.leaf_vars, "axis")
         if ax is not None:
             self.call(stage, "unroll", ax)
+
+    def step_reduce_across_threads(self, stage=None):
+        stage = stage or self.stage(prefer_output=False)
+        reductions = [v for v in self.free_loops(stage) if v.kind == "reduce"]
+        ax = self.pick(reductions, stage.leaf_vars, "axis")
+        if ax is not None:
+            self.call(stage, "reduce_across_threads", ax)
 
     def step_vectorize(self, stage=None):
         stage = stage or self.stage(prefer_output=False)
@@ -402,7 +410,7 @@ class ScheduleDrawer:
         for _ in range(self.count(2, "annotations")):
             self.step_any(self.draw(st.sampled_from(("unroll", "vectorize", "set_scope", "storage_order",
                                                      "storage_pad", "storage_layout", "double_buffer", "pipeline",
-                                                     "tensorize",
+                                                     "tensorize", "reduce_across_threads",
                                                      "compute_root")),
                                     "annotation"))
 
