@@ -100,7 +100,7 @@ def _update(loop: For):
 
     if is_acc(value.a):
         term = value.b
-    elif is_acc(value.b) and value.op in ("+", "max", "min"):
+    elif is_acc(value.b):  # every combiner here commutes
         term = value.a
     else:
         raise ScheduleError(f"reduce_across_threads: loop {loop.var.name}'s body must add a term to its "
