@@ -21,12 +21,24 @@ def time_cuda_batched(fn, calls: int = 20, repeat: int = 10, warmup: int = 3) ->
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
+
+    def issue():
+        for _ in range(calls):
+            fn()
+
+    return _median_per_call(issue, calls, repeat)
+
+
+def _median_per_call(issue, calls: int, repeat: int) -> float:
+    """Median seconds per call over ``repeat`` event pairs, each around ``issue()`` (which
+    issues ``calls`` calls)."""
+    import torch
+
     times = []
     for _ in range(repeat):
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        for _ in range(calls):
-            fn()
+        issue()
         stop.record()
         stop.synchronize()
         times.append(start.elapsed_time(stop) / 1e3 / calls)
@@ -59,15 +71,7 @@ def time_cuda_replayed(fn, calls: int = 20, repeat: int = 10, warmup: int = 3) -
         return time_cuda_batched(fn, calls=calls, repeat=repeat, warmup=warmup)
     graph.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop) / 1e3 / calls)
-    return statistics.median(times)
+    return _median_per_call(graph.replay, calls, repeat)
 
 
 def sgemm_setup(n: int, repeat: int):

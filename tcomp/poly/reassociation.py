@@ -29,6 +29,12 @@ class Reassociation:
         return self.description
 
 
+def _effect(exact: bool) -> str:
+    """What another order does to the result: nothing for max and min."""
+    return ("exact for max and min: the result is the same" if exact else
+            "a floating-point sum may differ from the algorithm's in the last bits")
+
+
 def _reduction_of(s, stage):
     """The reduction ``stage`` computes: its own, or, where ``s.cache_write`` moved it into a
     cache that the stage copies out, the cache's."""
@@ -51,8 +57,7 @@ def reassociations(s, prog: ScheduledProgram) -> tuple:
             out.append(Reassociation(stage.name, red.combiner, exact, (
                 f"{stage.name}: rfactor splits the {red.combiner} into {stage.rfactor_parts} partial results "
                 f"({partial}), combined afterwards; "
-                + ("exact for max and min: the result is the same" if exact else
-                   "a floating-point sum may differ from the algorithm's in the last bits"))))
+                + _effect(exact))))
         if stage.op.reduction is None:
             continue  # a cache_write took the reduction over: its own stage is checked below
         tensorized = [(v.name, kind) for v, kind in stage.annotations.items() if kind.startswith("tensorize")]
@@ -61,8 +66,8 @@ def reassociations(s, prog: ScheduledProgram) -> tuple:
             intrinsic = kind.partition(".")[2] or "mma_m16n8k16"
             out.append(Reassociation(stage.name, red.combiner, False, (
                 f"{stage.name}: tensorize({name}, {intrinsic!r}) adds each k step's 16 products inside "
-                f"one {'wgmma' if kind != 'tensorize' else 'mma.sync'} instruction, in the hardware's order; a "
-                f"floating-point sum may differ from the algorithm's in the last bits")))
+                f"one {'wgmma' if kind != 'tensorize' else 'mma.sync'} instruction, in the hardware's order; "
+                + _effect(False))))
             continue
         across = [v.name for v, kind in stage.annotations.items() if kind == ACROSS_THREADS]
         if across:
@@ -70,8 +75,7 @@ def reassociations(s, prog: ScheduledProgram) -> tuple:
             out.append(Reassociation(stage.name, red.combiner, exact, (
                 f"{stage.name}: reduce_across_threads({across[0]}) combines the threads' terms in a tree "
                 f"(warp shuffles, then the warps' totals); "
-                + ("exact for max and min: the result is the same" if exact else
-                   "a floating-point sum may differ from the algorithm's in the last bits"))))
+                + _effect(exact))))
             continue
         upd = next((st for st in prog.of_stage(stage) if st.kind == "update"), None)
         if upd is None:
@@ -93,8 +97,7 @@ def reassociations(s, prog: ScheduledProgram) -> tuple:
         first, second = ex.point(pair.domain().apply(upd.origin)), ex.point(pair.range().apply(upd.origin))
         names = [ax.name for ax in stage.reduce_axes]
         exact = red.combiner in ("max", "min")
-        effect = ("exact for max and min: the result is the same" if exact else
-                  "a floating-point sum may differ from the algorithm's in the last bits")
+        effect = _effect(exact)
         out.append(Reassociation(stage.name, red.combiner, exact, (
             f"{stage.name}: the schedule changes the order in which the {red.combiner} over "
             f"{', '.join(names)} accumulates ({stage.name}[{ex.join(first[:nsp])}] adds "
