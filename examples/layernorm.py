@@ -16,8 +16,6 @@ The hand schedule is one kernel, with a block per row (``rows_in_blocks``):
 
 import tcomp as tc
 from tcomp.search.tiling import rows_in_blocks
-from tcomp.search.tiling.rows import staged_row_threads
-from tcomp.target import H200
 
 EPS = 1e-5
 
@@ -47,10 +45,6 @@ def schedule(s, out, threads=None, vector=8, combine="tree", slices=None, stage_
     (``combine``); the deviations inlined
     (``row_stages="shared"``: computed once into a shared row). ``rows`` > 1: that many
     rows a block, a row on each ``threadIdx.y`` (a warp a row for short rows)."""
-    if threads is None:
-        threads = staged_row_threads(out.shape[-1] * 2, H200, combine) if stage_row else 64  # a bf16 row
-    if vector_slices is None:  # where the threads' vectors fit in a row
-        vector_slices = threads * vector <= out.shape[-1]
     between = ("D",)
     rows_in_blocks(s, out, "X", readers=["Sx", "D"], statistics=["Sx", "Sd"], threads=threads, vector=vector,
                    inline=between if row_stages == "inline" else (),

@@ -18,8 +18,6 @@ The schedule is one kernel, with a block of 256 threads per row:
 
 import tcomp as tc
 from tcomp.search.tiling import rows_in_blocks, rows_over_blocks
-from tcomp.search.tiling.rows import staged_row_threads
-from tcomp.target import H200
 
 EPS = 1e-6
 
@@ -46,10 +44,6 @@ def schedule(s, out, threads=None, vector=8, combine="tree", slices=None, stage_
     ``rows`` > 1: that many rows a block, a row on each ``threadIdx.y`` (a warp a row for
     short rows). The defaults measured 43.4 us at 7239 x 4096 against 49.6 us at 64
     threads with one thread adding scalar slices (H100, ``benchmarks/row_operators.py``)."""
-    if threads is None:
-        threads = staged_row_threads(out.shape[-1] * 2, H200, combine) if stage_row else 64  # a bf16 row
-    if vector_slices is None:  # where the threads' vectors fit in a row
-        vector_slices = threads * vector <= out.shape[-1]
     rows_in_blocks(s, out, "X", readers=["SS", out.name], statistics=["SS"], threads=threads, vector=vector,
                    combine=combine, slices=slices, stage_row=stage_row, rows=rows,
                    vector_slices=vector_slices)

@@ -17,8 +17,6 @@ The hand schedule runs them in one kernel, with a block per row (``rows_in_block
 
 import tcomp as tc
 from tcomp.search.tiling import rows_in_blocks, rows_over_blocks
-from tcomp.search.tiling.rows import staged_row_threads
-from tcomp.target import H200
 
 
 def algorithm(M=4096, N=4096):
@@ -34,21 +32,20 @@ def algorithm(M=4096, N=4096):
 
 
 def schedule(s, out, threads=None, vector=4, combine="tree", slices=None, stage_row=True,
-             row_stages="inline", rows=1, vector_slices=True):
+             row_stages="inline", rows=1, vector_slices=None):
     """One kernel, a block of ``threads`` per row (``rows_in_blocks``; by default
     ``staged_row_threads``: 256, or 1024 where the staged row leaves an SM one block): the
     row staged in shared memory; its max, then its sum of exponentials, in interleaved
     slices; the exponentials inlined into the sum and the output (``row_stages="shared"``:
     computed once into a shared row that both read). ``rows`` > 1: that many rows a
     block, a row on each ``threadIdx.y`` (a warp a row for short rows). ``vector_slices``:
-    each thread reads its slice ``vector`` elements at a time; ``combine``: the threads add
+    each thread reads its slice ``vector`` elements at a time (by default where ``threads *
+    vector`` fit in a row); ``combine``: the threads add
     the slices together in a tree (warp shuffles, then the warps' totals). The defaults
     measured 49.6 us at 4096 x 4096 (53.0 us with 64 threads each adding every slice, 60.7
     with one thread adding scalar slices) and 391.5 us at 4096 x 32768 (411.1 with every
     thread adding the slices' groups) on an H100 (``benchmarks/row_operators.py``)."""
     between = ("E",)
-    if threads is None:  # a float32 row
-        threads = staged_row_threads(out.shape[-1] * 4, H200, combine) if stage_row else 64
     rows_in_blocks(s, out, "X", readers=["Mx", "E"], statistics=["Mx", "S"], threads=threads, vector=vector,
                    inline=between if row_stages == "inline" else (),
                    shared_stages=between if row_stages == "shared" else (),

@@ -383,3 +383,15 @@ def test_a_long_row_softmax_matches_on_the_gpu(rng):
     softmax.schedule(s, Y)
     x = (rng.standard_normal((4, 32768)) * 4.0).astype(np.float32)
     np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-9)
+
+
+def test_the_examples_default_schedules_take_rows_shorter_than_their_threads_vectors(rng):
+    """256 threads of 4-element vectors do not fit a row of 1000 (250 threads would not be
+    whole warps for the tree): the default takes 128 threads there instead of refusing
+    the row."""
+    x = (rng.standard_normal((2, 1000)) * 4.0).astype(np.float32)
+    Y = softmax.algorithm(2, 1000)
+    s = tc.create_schedule(Y)
+    softmax.schedule(s, Y)
+    assert [k.block for k in tc.lower(s).kernels] == [(128, 1, 1)]
+    np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-8)

@@ -11,19 +11,23 @@ from __future__ import annotations
 
 from ...dtypes import itemsize
 from ...errors import TcompError
+from ...target import DEFAULT_TARGET
 from ..fusion.row import row_shape
 from ..kernels import INLINE, ROW
 from .base import Rule
 from .products import product_stage
 
 
-def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (), threads: int = 64,
-                   vector: int = 8, slices: int | None = None, combine: str = "one_thread",
-                   stage_row: bool = True, shared_stages: tuple = (), rows: int = 1,
-                   vector_slices: bool = False) -> None:
+def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline: tuple = (),
+                   threads: int | None = 64, vector: int = 8, slices: int | None = None,
+                   combine: str = "one_thread", stage_row: bool = True, shared_stages: tuple = (),
+                   rows: int = 1, vector_slices: bool | None = False) -> None:
     """``out`` (rows x N) in one kernel, a block of ``threads`` per row (64 by default: a
     block's phases run one after another, and the other rows an SM holds hide them, so
-    small blocks are faster; 1.6x over 256 threads for RMSNorm at 7239 x 4096 on an H100).
+    small blocks are faster; 1.6x over 256 threads for RMSNorm at 7239 x 4096 on an H100);
+    ``threads=None`` takes :func:`staged_row_threads` (what measured fastest for
+    ``combine``) where the row is staged, 64 where it is not, halved down to 32 while a
+    row holds fewer than ``threads * vector`` elements.
     With ``rows`` > 1 a block takes that many rows, ``threads`` threads each (``threadIdx.y``
     the row): a warp per row for short rows, without 32-thread blocks' limit of half the
     SM's threads.
@@ -53,7 +57,8 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
        for 4096). With ``vector_slices`` there is a slice a thread, read ``vector``
        elements at a time (``threads * vector`` interleaved lanes, each summed in a
        register; the thread adds its lanes into its slice, then the slices are added as
-       above): an eighth of the shared-memory loads for 16-byte vectors of bf16. Unless
+       above): an eighth of the shared-memory loads for 16-byte vectors of bf16
+       (``vector_slices=None``: where ``threads * vector`` fit in a row). Unless
        they go in a tree, more than ``GROUPED_SLICES`` slices (a long row on many
        threads) are added in two
        steps: ``SLICE_GROUPS`` threads each add an interleaved group of them, then the
@@ -72,6 +77,14 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
         raise TcompError(f"rows_in_blocks: rows (a block's rows) must be a positive integer that divides the "
                          f"{out.shape[0]} rows of {out.name}, got {rows!r}: every thread of a block reaches "
                          f"its barriers")
+    if threads is None:
+        (row_source,) = {t for r in readers for t in s[r].op.input_tensors() if t.name == source}
+        threads = staged_row_threads(out.shape[-1] * itemsize(row_source.dtype), DEFAULT_TARGET, combine) \
+            if stage_row else 64
+        while threads > 32 and threads * vector > out.shape[-1]:  # a short row: whole warps that it fills
+            threads //= 2
+    if vector_slices is None:
+        vector_slices = threads * vector <= out.shape[-1]
     if slices is None:
         slices = row_slices(out.shape[-1], threads)
     row_cache = s.cache_read(source, "shared", list(readers)) if stage_row else None
