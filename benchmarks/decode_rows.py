@@ -42,11 +42,25 @@ MMA_VARIANTS = [(2, dict(BN=128, WN=32, stages=4)), (4, dict(BN=128, WN=32, stag
                 (8, dict(BN=128, WN=32, stages=4)), (16, dict(BN=128, WN=32, stages=3)),
                 (4, dict(BN=128, WN=32, stages=6)), (4, dict(BN=64, WN=16, stages=4)),
                 (8, dict(BN=64, WN=16, stages=4)), (8, dict(BN=256, WN=64, stages=3))]
-#: mma_warp_tiles sizes of the example's ``schedule`` at 16 rows with k whole (one kernel, the
-#: epilogue on the accumulators): narrower blocks, so that the column blocks alone cover the SMs
+#: mma_warp_tiles sizes at 16 rows with k whole (one kernel, the epilogue on the accumulators):
+#: narrower blocks, so that the column blocks alone cover the SMs; 96 columns give 12288 columns
+#: 128 blocks (one an SM, none with two), 48 columns 256 (two an SM on all but 8 SMs)
 MMA_WHOLE_K_VARIANTS = [dict(BN=64, WN=16, stages=4), dict(BN=64, WN=16, stages=6), dict(BN=32, WN=8, stages=6),
                         dict(BN=64, WN=16, stages=3), dict(BN=64, WN=32, stages=4), dict(BN=64, WN=64, stages=4),
-                        dict(BN=64, WN=16, BK=128, stages=3), dict(BN=64, WN=32, BK=128, stages=4)]
+                        dict(BN=64, WN=16, BK=128, stages=3), dict(BN=64, WN=32, BK=128, stages=4),
+                        dict(BN=96, WN=16, stages=4), dict(BN=96, WN=32, stages=4), dict(BN=96, WN=16, BK=128, stages=4),
+                        dict(BN=96, WN=32, BK=128, stages=6), dict(BN=96, WN=16, BK=128, stages=6),
+                        dict(BN=48, WN=16, stages=4), dict(BN=48, WN=16, BK=128, stages=4),
+                        dict(BN=48, WN=16, BK=128, stages=6)]
+
+
+def whole_k(s, out, tiles: dict) -> None:
+    """The product on mma.sync in ``tiles``' blocks with k whole (no slices, whatever
+    the blocks leave idle), the epilogue inlined onto the accumulators."""
+    import ffn_bf16 as ffn
+    s["Cb"].compute_inline()
+    s["Y"].compute_inline()
+    ffn.tensor_core_tiles(s, out, "C", "A", "W", tiles, {"wgmma": 0})
 
 
 def graph_time(replay, calls: int = 20) -> float:
@@ -110,7 +124,8 @@ def main(argv=None) -> int:
                            lambda s, Q, p=p, sizes=sizes: ffn.decode(s, Q, {**ffn.mma_tiles_for(M, N, K), **sizes}, p))
                           for p, sizes in MMA_VARIANTS if K % (p * 64) == 0]
             schedules += [("mma.sync k whole " + " ".join(f"{k}={v}" for k, v in sizes.items()),
-                           lambda s, Q, sizes=sizes: ffn.schedule(s, Q, **sizes)) for sizes in MMA_WHOLE_K_VARIANTS]
+                           lambda s, Q, sizes=sizes: whole_k(s, Q, {**ffn.mma_tiles_for(M, N, K), **sizes}))
+                          for sizes in MMA_WHOLE_K_VARIANTS]
         if args.example_only:
             schedules = schedules[:1]
         elif args.only:

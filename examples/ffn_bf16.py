@@ -44,8 +44,8 @@ def schedule(s, out, **tile_overrides):
     accumulated in each thread's registers; the bf16 rounding, SiLU and quantization
     inlined into the epilogue each thread runs on its accumulators. Where wgmma does not
     fit the shape (or with ``wgmma=0``), blocks of warp tiles of mma.sync tiles
-    (``gemm_bf16.mma_tiles_for``: at 16 to 31 rows of a wide W, 16 x 64 blocks with k
-    whole, 42.1 us at 16 x 12288 x 4096 on an H100); where the output is under 16 x 32,
+    (``gemm_bf16.mma_tiles_for``: at 16 to 31 rows of a wide W, 16 x 96 blocks with k
+    whole, 39.8 us at 16 x 12288 x 4096 on an H100); where the output is under 16 x 32,
     :func:`cuda_cores`; 16 to 31 rows whose blocks leave SMs idle, :func:`decode`
     (:func:`decode_slices`); under 16 rows, :func:`stream`
     (W streamed once into registers). ``tile_overrides`` replace the tilings' arguments
@@ -71,11 +71,12 @@ def schedule(s, out, **tile_overrides):
 
 
 def decode_slices(M: int, N: int, K: int, tiles: dict) -> int | None:
-    """Slices of k for few rows (under 32: a decode step) whose blocks alone leave SMs
-    idle: the fewest of 2 and 4 that cover the SMs (else the most that divide K), or None."""
+    """Slices of k for few rows (under 32: a decode step) whose blocks alone make less than
+    0.85 of a wave (as ``decode_tiles`` counts them): the fewest of 2 and 4 that cover the
+    SMs (else the most that divide K), or None."""
     blocks = -(-M // tiles["BM"]) * -(-N // tiles["BN"])
     fitting = [p for p in (2, 4) if K % (p * tiles["BK"]) == 0]
-    if M >= 32 or blocks >= SMS or not fitting:
+    if M >= 32 or blocks >= 0.85 * SMS or not fitting:
         return None
     return next((p for p in fitting if blocks * p >= SMS), fitting[-1])
 

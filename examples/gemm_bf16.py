@@ -37,10 +37,10 @@ def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
     the output is wider than tall (the fastest of ``benchmarks/gemm_bf16.py``'s and
     ``benchmarks/ffn_bf16.py``'s variants on the H200), smaller ones in 3-stage rings for
     smaller outputs, k steps of 32 (16 where K is an odd multiple of 16); for fewer than
-    32 rows (a decode step) ``decode_tiles`` where 64-column blocks alone cover the SMs
-    (16 x 64 blocks of 16 x 16 warp tiles, k whole), else 16 x 128 blocks of four 16 x 32
-    warp tiles (whose callers cut k into slices); k steps of 64 in 4-stage rings (the
-    weights stream through). A K that the k step does not divide is padded with zeros in
+    32 rows (a decode step) ``decode_tiles`` where 16-row blocks alone fill the SMs'
+    waves (at 12288 columns 16 x 96 blocks of 16 x 16 warp tiles, k whole), else 16 x 128
+    blocks of four 16 x 32 warp tiles (whose callers cut k into slices); k steps of 64 or
+    128 in 4-stage rings (the weights stream through). A K that the k step does not divide is padded with zeros in
     its last step. None where the output is under 16 x 32."""
     if M < 16 or N < 32:
         return None
@@ -48,8 +48,8 @@ def mma_tiles_for(M: int, N: int, K: int) -> dict | None:
     if M < 32:
         decode_BK = 64 if K >= 64 else BK
         wide = N >= 128
-        return decode_tiles(M, N, H200.sms, decode_BK) or dict(BM=16, BN=128 if wide else 32, BK=decode_BK, WM=16,
-                                                                WN=32 if wide else 16, stages=4)
+        return decode_tiles(M, N, K, H200.sms) or dict(BM=16, BN=128 if wide else 32, BK=decode_BK, WM=16,
+                                                       WN=32 if wide else 16, stages=4)
     if M >= 128 and N >= 128:
         # rows fastest where the output has more block columns than rows (a wide weight)
         return dict(BM=128, BN=128, BK=BK, WM=64, WN=64, stages=4, rows_fastest=N > M)

@@ -106,16 +106,18 @@ def _check_ffn(s, out, rng) -> None:
 
 
 def test_sixteen_decode_rows_in_narrow_blocks_with_k_whole_match_float64(rng):
-    """16 rows of a wide W: 16 x 64 blocks of four 16 x 16 warp tiles, k whole and the
-    epilogue on the accumulators, one kernel (``gemm_bf16.mma_tiles_for`` where 64-column
-    blocks cover the SMs: 192 of them at N = 12288); here at N = 192, K = 200 (K padded
-    in its last k step of 64)."""
-    assert gemm_bf16.mma_tiles_for(16, 12288, 4096)["BN"] == 64
+    """16 rows of a wide W: 16 x 96 blocks of six 16 x 16 warp tiles, k whole and the
+    epilogue on the accumulators, one kernel (``gemm_bf16.mma_tiles_for`` where 96-column
+    blocks fill the SMs' waves best: one wave of 128 at N = 12288); here at N = 192,
+    K = 200 (K padded in its last k step of 128; a 16 x 128 tile of A is 256 vectors,
+    which the block's 192 threads copy in two passes, the second on two warps)."""
+    tiles = gemm_bf16.mma_tiles_for(16, 12288, 4096)
+    assert (tiles["BN"], tiles["BK"]) == (96, 128)
     out = ffn_bf16.algorithm(M=16, N=192, K=200)
     s = tc.create_schedule(out)
     s["Cb"].compute_inline()
     s["Y"].compute_inline()
-    gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **gemm_bf16.mma_tiles_for(16, 12288, 4096))
+    gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **tiles)
     assert len(tc.lower(s).kernels) == 1
     _check_ffn(s, out, rng)
 

@@ -171,10 +171,25 @@ def test_the_search_seeds_the_decode_rows_with_those_sizes():
     assert Space(ffn_bf16.algorithm(12, 12288, 4096)).seed_points() == []
 
 
+def test_a_decode_steps_blocks_take_the_width_that_fills_the_waves_best():
+    """96-wide blocks where they make one wave (12288 columns: 128 blocks on 132 SMs; 64-wide
+    would make 1.45 waves), 64-wide where those do (8192: 128 blocks), none where neither
+    width makes 0.85 of a wave (4096: 43 or 64 blocks), and k steps no longer than K."""
+    from tcomp.search.tiling.mma_sync import decode_tiles
+
+    assert decode_tiles(16, 12288, 4096, 132) == dict(BM=16, BN=96, BK=128, WM=16, WN=16, stages=4)
+    assert decode_tiles(16, 8192, 4096, 132)["BN"] == 64
+    assert decode_tiles(16, 28672, 4096, 132)["BN"] == 64  # 448 blocks fill 3.4 waves; 96-wide 2.3
+    assert decode_tiles(16, 4096, 12288, 132) is None
+    assert decode_tiles(8, 12288, 4096, 132) is None and decode_tiles(32, 12288, 4096, 132) is None
+    assert decode_tiles(16, 12288, 100, 132)["BK"] == 64 and decode_tiles(16, 12288, 40, 132)["BK"] == 32
+    assert decode_tiles(16, 12288, 8, 132)["BK"] == 16
+
+
 def test_sixteen_decode_rows_are_seeded_in_narrow_blocks_with_k_whole():
-    """From 16 rows the mma_tiling rule seeds the example's decode tiling (16 x 64 blocks of
-    16 x 16 warp tiles, k whole) where those blocks cover the SMs; not where they leave
-    SMs idle (1024 columns: 16 blocks, which split k instead)."""
+    """From 16 rows the mma_tiling rule seeds the example's decode tiling (16-row blocks of
+    16 x 16 warp tiles, k whole) where those blocks make at least 0.85 of a wave; not
+    where they leave SMs idle (1024 columns: 16 blocks, which split k instead)."""
     from tcomp.search.space import Space
 
     space = Space(ffn_bf16.algorithm(16, 12288, 4096))

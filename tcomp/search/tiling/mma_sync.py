@@ -89,15 +89,42 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
     s[acc].tensorize(ki, "mma_m16n8k16")
 
 
-def decode_tiles(M: int, N: int, sms: int, BK: int = 64) -> dict | None:
-    """:func:`mma_warp_tiles`' sizes for 16 to 31 rows (a decode step) of an output whose
-    16 x 64 blocks alone cover the ``sms`` SMs: 16 x 64 blocks of four 16 x 16 warp
-    tiles, k steps of ``BK`` in 4-stage rings, for k whole (one kernel, the epilogue on
-    the accumulators): 42.1 us at 16 x 12288 x 4096 against 44.7 us for 16 x 128 blocks
-    with k in two slices (H100, ``benchmarks/decode_rows.py``). None elsewhere."""
-    if not 16 <= M < 32 or -(-M // 16) * -(-N // 64) < sms:
+#: block widths of a decode step's k-whole tiling and the k step of each: 96-column blocks took
+#: 16 x 12288 x 4096 in 39.8 us with k steps of 128 (40.4 us with 64), 64-column blocks 40.7 us
+#: (H100, ``benchmarks/decode_rows.py``)
+DECODE_BLOCK_WIDTHS = {96: 128, 64: 64}
+
+
+def decode_tiles(M: int, N: int, K: int, sms: int) -> dict | None:
+    """:func:`mma_warp_tiles`' sizes for 16 to 31 rows (a decode step), k whole (one kernel,
+    the epilogue on the accumulators): 16-row blocks of 16 x 16 warp tiles in 4-stage
+    rings, of the width (:data:`DECODE_BLOCK_WIDTHS`) whose blocks fill the waves of
+    ``sms`` SMs best, among those that make at least 0.85 of a wave; None where none does
+    (the caller cuts k into slices instead). At 12288 columns 96-wide blocks make one wave
+    of 128 blocks where 64-wide ones make 1.45 waves, whose SMs with two blocks finish
+    last: 39.8 us against 40.7 us (H100, ``benchmarks/decode_rows.py``); at 8192 columns
+    64-wide blocks make one wave. k steps of 128 for 96-wide blocks and 64 for 64-wide
+    ones, shorter where K is (:func:`decode_k_step`)."""
+    if not 16 <= M < 32:
         return None
-    return dict(BM=16, BN=64, BK=BK, WM=16, WN=16, stages=4)
+
+    def blocks(width: int) -> int:
+        return -(-M // 16) * -(-N // width)
+
+    def fullness(width: int) -> float:
+        return blocks(width) / (-(-blocks(width) // sms) * sms)
+
+    widths = [width for width in DECODE_BLOCK_WIDTHS if N >= width and blocks(width) >= 0.85 * sms]
+    if not widths:
+        return None
+    width = max(widths, key=fullness)
+    return dict(BM=16, BN=width, BK=decode_k_step(K, DECODE_BLOCK_WIDTHS[width]), WM=16, WN=16, stages=4)
+
+
+def decode_k_step(K: int, longest: int = 64) -> int:
+    """The k step of a decode step's tiles: ``longest`` where K holds it, else the longest
+    of 64, 32 and 16 that K holds (16 where K is shorter: its one step padded with zeros)."""
+    return next((step for step in (longest, 64, 32) if K >= step), 16)
 
 
 class MmaTiling(Rule):
@@ -118,13 +145,14 @@ class MmaTiling(Rule):
                 and operands_of_16_bits(group, product[0]))
 
     def choices(self, group, space):
-        return {"BM": [16, 64, 128], "BN": [32, 64, 128, 256], "BK": [16, 32, 64], "WM": [16, 32, 64],
+        return {"BM": [16, 64, 128], "BN": [32, 64, 96, 128, 256], "BK": [16, 32, 64, 128], "WM": [16, 32, 64],
                 "WN": [16, 32, 64], "stages": [0, 3, 4], "rows_fastest": [False, True], "split_k": [1, 2, 4, 8]}
 
     def seeds(self, group, space):
         """:func:`decode_tiles` (k whole) where they apply."""
         *_, M, N = space.stages[group.anchor].shape
-        tiles = decode_tiles(M, N, space.target.sms)
+        K = space.stages[product_stage(group, any_layout=True)[0]].op.reduce_axis[0].extent
+        tiles = decode_tiles(M, N, K, space.target.sms)
         return [] if tiles is None else [dict(tiles, rows_fastest=False, split_k=1)]
 
     def valid(self, group, space, p):
@@ -135,10 +163,12 @@ class MmaTiling(Rule):
                 or N < p["BN"]:
             return False
         threads = 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
-        per_fill = 8 * threads  # 16-byte vectors of eight 16-bit values
+        # a fill's 16-byte vectors (eight 16-bit values) in whole warps: the threads may not divide
+        # them (16 x 128 tiles of A on 6 warps: the second pass on 2), but no warp is split
+        warp_fill = 8 * 32
         tiles = max(1, p["stages"])
         shared = (p["BM"] * (p["BK"] + MMA_PAD) + p["BK"] * (p["BN"] + MMA_PAD)) * 2 * tiles
-        return (threads <= 512 and (p["BM"] * p["BK"]) % per_fill == 0 and (p["BK"] * p["BN"]) % per_fill == 0
+        return (threads <= 512 and (p["BM"] * p["BK"]) % warp_fill == 0 and (p["BK"] * p["BN"]) % warp_fill == 0
                 and shared <= space.target.smem_per_block
                 and (not p["stages"] or not group.staged)
                 and tensor_core_slices_valid(group, space, p, p["BM"], p["BN"], p["BK"]))
@@ -151,4 +181,4 @@ class MmaTiling(Rule):
                        rows_fastest=p.get("rows_fastest", False))
 
 
-__all__ = ["MMA_PAD", "MmaTiling", "decode_tiles", "mma_warp_tiles"]
+__all__ = ["DECODE_BLOCK_WIDTHS", "MMA_PAD", "MmaTiling", "decode_k_step", "decode_tiles", "mma_warp_tiles"]
