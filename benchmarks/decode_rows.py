@@ -41,7 +41,11 @@ SPLIT_VARIANTS = [(8, 8, 32, 4), (16, 8, 32, 4), (24, 8, 32, 4), (32, 8, 32, 4),
 MMA_VARIANTS = [(2, dict(BN=128, WN=32, stages=4)), (4, dict(BN=128, WN=32, stages=4)),
                 (8, dict(BN=128, WN=32, stages=4)), (16, dict(BN=128, WN=32, stages=3)),
                 (4, dict(BN=128, WN=32, stages=6)), (4, dict(BN=64, WN=16, stages=4)),
-                (8, dict(BN=64, WN=16, stages=4)), (8, dict(BN=256, WN=64, stages=3))]
+                (8, dict(BN=64, WN=16, stages=4)), (8, dict(BN=256, WN=64, stages=3)),
+                # one wave of 128 blocks at 12288 columns: 64 column blocks x 2 slices, 32 x 4
+                (2, dict(BN=192, WN=32, BK=64, stages=4)), (2, dict(BN=192, WN=16, BK=64, stages=4)),
+                (2, dict(BN=192, WN=32, BK=128, stages=3)), (4, dict(BN=384, WN=64, BK=64, stages=4)),
+                (4, dict(BN=384, WN=32, BK=64, stages=3))]
 #: mma_warp_tiles sizes at 16 rows with k whole (one kernel, the epilogue on the accumulators):
 #: narrower blocks, so that the column blocks alone cover the SMs; 96 columns give 12288 columns
 #: 128 blocks (one an SM, none with two), 48 columns 256 (two an SM on all but 8 SMs)

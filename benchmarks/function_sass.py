@@ -28,8 +28,10 @@ import tempfile
 CALLS = {
     "copy": "x[i]",
     "exp": "math.exp(x[i])",
-    "sigmoid": "float32(1.0) / (float32(1.0) + math.exp(-x[i]))",
-    "silu": "x[i] / (float32(1.0) + math.exp(-x[i]))",
+    "sigmoid": "sigmoid(x[i])",
+    "silu": "x[i] * sigmoid(x[i])",
+    "sigmoid by division (before)": "float32(1.0) / (float32(1.0) + math.exp(-x[i]))",
+    "silu by division (before)": "x[i] / (float32(1.0) + math.exp(-x[i]))",
     "round": "libdevice.rintf(x[i])",
     "abs": "abs(x[i])",
     "sqrt": "math.sqrt(x[i])",
@@ -45,7 +47,15 @@ def sass_opcodes(body: str, nvdisasm: str) -> list:
     from numba import cuda, float32
     from numba.cuda import libdevice
 
-    namespace = {"cuda": cuda, "math": math, "libdevice": libdevice, "float32": float32}
+    from tcomp.codegen.approximate_division import reciprocal
+
+    @cuda.jit(device=True, inline="always")
+    def sigmoid(x):  # the generated code's helper (tcomp.ir.functions)
+        t = math.exp(-abs(x))
+        r = reciprocal(float32(1.0) + t)
+        return r if x >= float32(0.0) else t * r
+
+    namespace = {"cuda": cuda, "math": math, "libdevice": libdevice, "float32": float32, "sigmoid": sigmoid}
     exec(f"def probe(o, x):\n    i = cuda.grid(1)\n    if i < x.size:\n        o[i] = {body}\n", namespace)
     ptx, _ = cuda.compile_ptx(namespace["probe"], "void(float32[::1], float32[::1])", cc=(9, 0))
     with tempfile.TemporaryDirectory() as folder:
@@ -74,7 +84,7 @@ def main(argv=None) -> int:
             continue
         ops = sass_opcodes(body, nvdisasm)
         mufu = ", ".join(op for op in ops if op.startswith("MUFU")) or "-"
-        table = SCALAR_FUNCTIONS[name].instructions if name in SCALAR_FUNCTIONS else "(not yet a function)"
+        table = SCALAR_FUNCTIONS[name].instructions if name in SCALAR_FUNCTIONS else "-"
         print(f"| {name} | {len(ops) - copy} | {mufu} | {table} |", flush=True)
     return 0
 

@@ -8,6 +8,8 @@ import math
 from numba import cuda, float32, int8, int32, uint8, uint16, uint32, uint64
 from numba.cuda import libdevice
 
+from tcomp.codegen.approximate_division import reciprocal as _reciprocal
+
 
 @cuda.jit(device=True, inline="always")
 def _rint(x):
@@ -65,6 +67,8 @@ PRELUDE_SIM = '''\
 import math
 import numpy as np
 from numba import cuda, float32, int8, int32, uint8, uint16, uint32, uint64
+
+from tcomp.codegen.approximate_division import sim_reciprocal as _reciprocal
 
 
 def _rint(x):
