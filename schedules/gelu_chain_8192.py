@@ -3,7 +3,7 @@
 workload: examples/gelu_chain.py
 shape:    M=8192, N=8192
 target:   NVIDIA H100 80GB HBM3 (132 SMs)
-measured: 131.3 us, predicted 142.4 us
+measured: 131.3 us, predicted 139.4 us
 point:    Y: flat_tiling threads=128 vector=4
 date:     2026-12-06
 

@@ -3,7 +3,7 @@
 workload: examples/rmsnorm.py
 shape:    M=7239, N=4096
 target:   NVIDIA H100 80GB HBM3 (132 SMs)
-measured: 44.3 us, predicted 45.5 us
+measured: 41.7 us, predicted 42.5 us
 point:    Y: row_kernel combine=tree row_stages=inline rows=1 stage_row=True threads=256 vector=8 vector_slices=True
 date:     2026-12-06
 

@@ -241,5 +241,7 @@ def test_bfloat16_vector_loads_are_128_bit_in_the_ptx():
     assert not report["spills"]
     # the int8 quantization rounds and converts on the FMA pipe, not the conversion unit
     assert "cvt.rni" not in ptx and "cvt.rzi" not in ptx
-    # and divides by 0.05 with the corrected reciprocal: the eight divisions left are SiLU's
-    assert ptx.count("div.rn.f32") == 8, ptx.count("div.rn.f32")
+    # and divides by 0.05 with the corrected reciprocal; SiLU takes the special-function unit's
+    # reciprocal of 1 + exp(-|x|) instead of dividing: no division is left
+    assert ptx.count("div.rn.f32") == 0, ptx.count("div.rn.f32")
+    assert ptx.count("rcp.approx.ftz.f32") == 8, ptx.count("rcp.approx.ftz.f32")
