@@ -5,7 +5,10 @@ rounding point of its own (``tc.sigmoid``, ``tc.silu``).
 special-function unit, five FMAs, a range check and a branch to a slow path. A SiLU
 epilogue is mostly that division and the exponential, and on a matrix product whose tensor
 cores wait for it (one block an SM) it was 9% of the kernel's time (7239 x 12288 x 4096 on
-the H100, ``benchmarks/epilogue_cost.py``: 1.160 ms with SiLU, 1.056 ms without).
+the H100, ``benchmarks/epilogue_cost.py``: 1.160 ms with SiLU, 1.056 ms without). With the
+reciprocal below the SiLU's share went from 0.022 to 0.013 ms at 1024 rows but stayed
+0.104 ms at 7239 (H100, two runs); there, by estimate, the quarter-rate units that both
+forms use (the exponential's and the reciprocal's, the bfloat16 conversions) bound it.
 
 :func:`reciprocal` is ``rcp.approx.ftz.f32``, the special-function unit's reciprocal alone:
 within 1 ulp of the correctly rounded value for a normal operand (PTX ISA, "rcp"; subnormal
