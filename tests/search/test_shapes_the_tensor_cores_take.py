@@ -108,17 +108,18 @@ def _check_ffn(s, out, rng) -> None:
 def test_sixteen_decode_rows_in_narrow_blocks_with_k_whole_match_float64(rng):
     """16 rows of a wide W: 16 x 96 blocks of six 16 x 16 warp tiles, k whole and the
     epilogue on the accumulators, one kernel (``gemm_bf16.mma_tiles_for`` where 96-column
-    blocks fill the SMs' waves best: one wave of 128 at N = 12288); here at N = 192,
-    K = 200 (K padded in its last k step of 128; a 16 x 128 tile of A is 256 vectors,
-    which the block's 192 threads copy in two passes, the second on two warps)."""
+    blocks fill the SMs' waves best: one wave of 128 at N = 12288); here at 21 x 104 x 136,
+    which none of the tiles divide: the last row block and the last column block shifted
+    inwards, K padded in its second k step of 128, and A's 16 x 128 tile (256 vectors)
+    copied by the block's 192 threads in two passes."""
     tiles = gemm_bf16.mma_tiles_for(16, 12288, 4096)
     assert (tiles["BN"], tiles["BK"]) == (96, 128)
-    out = ffn_bf16.algorithm(M=16, N=192, K=200)
+    out = ffn_bf16.algorithm(M=21, N=104, K=136)
     s = tc.create_schedule(out)
     s["Cb"].compute_inline()
     s["Y"].compute_inline()
     gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **tiles)
-    assert len(tc.lower(s).kernels) == 1
+    assert len(tc.lower(s).kernels) == 1 and tc.check(s).legal
     _check_ffn(s, out, rng)
 
 
