@@ -206,6 +206,10 @@ def test_stream_rows_names_the_shapes_it_needs():
      r"^C: on the CUDA cores: the output \(1 x 60\) is under the smallest tensor-core block \(16 x 32\); "
      r"skinny_product takes up to 16 rows, N a multiple of 8 and K of at least 128$"),
     (linear_bf16.algorithm, dict(M=128, N=128, K=96), "rtx_a6000", r"^Y: offered to mma_tiling$"),
+    # the output is the reason, not a K under one k step (which the tilings pad with zeros)
+    (gemm_bf16.algorithm, dict(M=8, N=64, K=8), "h200",
+     r"^C: on the CUDA cores: the output \(8 x 64\) is under the smallest tensor-core block \(16 x 32\); "
+     r"skinny_product takes up to 16 rows, N a multiple of 8 and K of at least 128$"),
 ])
 def test_the_tensor_core_notes_say_which_rules_take_a_product(algorithm, shape, target, note):
     from tcomp.search.tiling.tensor_cores import tensor_core_notes
