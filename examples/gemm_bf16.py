@@ -62,7 +62,8 @@ def required_mma_tiles(M: int, N: int, K: int) -> dict:
     """:func:`mma_tiles_for`, or a ``ScheduleError`` naming the shapes it needs."""
     tiles = mma_tiles_for(M, N, K)
     if tiles is None:
-        raise tc.ScheduleError(f"the mma schedule needs an output of at least 16 x 32; the shape is {M} x {N} x {K}")
+        raise tc.ScheduleError(f"the mma schedule needs an output of at least 16 x 32; the shape is {M} x {N} x {K} "
+                               f"(`tcomp autoschedule` finds a schedule for any shape)")
     return tiles
 
 
