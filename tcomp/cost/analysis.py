@@ -23,7 +23,9 @@ How each figure is counted:
   element), times the element size of the buffer's dtype. Caches between the SM and
   device memory (L1, L2) are not credited here: this counts the bytes crossing
   between a block's working buffers and device memory. What the counts
-  keep for the model's L2 credit is which grid dimensions each tensor's reads depend on.
+  keep for the model's L2 credit is which grid dimensions each tensor's reads depend on,
+  and what reads in runs of fewer than 128 contiguous bytes (the block's warps together)
+  cost beyond their bytes (:func:`run_efficiency`).
 - *L1 / shared-memory wavefronts*: a shared access costs as many cycles as its
   worst bank holds distinct 4-byte words (a bank conflict), except that an access of 8
   or 16 bytes a lane (LDS.64/128, a cp.async copy) is served 128 bytes of lanes at a
@@ -61,6 +63,9 @@ from ..target.storage import kernel_shared_bytes
 BASE_REGISTERS = 14
 SECTOR = 32  # bytes
 LINE = 128  # bytes
+#: runs of contiguous bytes shorter than this (a warp's load of a row) cost device memory more
+#: than their bytes (``run_efficiency``)
+FULL_RUN = 128
 BANKS = 32
 BANK_WIDTH = 4  # bytes
 
@@ -77,6 +82,7 @@ class TensorTraffic:
     read: float = 0.0
     write: float = 0.0
     read_block_dims: set = field(default_factory=set)
+    short_run_read: float = 0.0  # the bytes device memory loses to reads in short runs (run_efficiency)
 
 
 @dataclass
@@ -489,14 +495,19 @@ class _KernelWalk:
         vec_offsets = range(vec)
         lane_bytes = width * vec
         per_warp_bytes = 0.0
+        block_elements: set | None = set() if buf.scope == "global" and not is_store else None
         per_warp_wavefronts = 0.0
         for lanes in warps:
             base = [evaluator(env) for env in lanes]
             if any(a is None for a in base):  # cannot evaluate: assume distinct, coalesced
                 distinct = len(lanes) * vec
                 wave = max(1, -(-distinct * width // LINE))
+                block_elements = None
             else:
-                distinct = len({a + o for a in base for o in vec_offsets})
+                elements = {a + o for a in base for o in vec_offsets}
+                distinct = len(elements)
+                if block_elements is not None:
+                    block_elements |= elements
                 if buf.scope == "shared" and vec * width > BANK_WIDTH:
                     # an access of 8 or 16 bytes a lane (LDS.64/128, a cp.async copy) is served
                     # a 128-byte phase of lanes at a time (16 or 8 lanes), each phase as many
@@ -525,6 +536,10 @@ class _KernelWalk:
                 t.write += count * per_warp_bytes
             else:
                 t.read += count * per_warp_bytes
+                # the runs of the block's warps together (a warp's 64 bytes beside the next
+                # warp's are one run)
+                if block_elements:
+                    t.short_run_read += count * short_run_bytes(block_elements, width)
                 t.read_block_dims |= {BLOCK_TAGS.index(f.kind) for f in loops if f.kind in BLOCK_TAGS and f.var in deps}
                 self.gload_instr += count * len(warps)
                 self.gload_lane_bytes += count * len(warps) * lane_bytes
@@ -552,6 +567,34 @@ class _KernelWalk:
         if target is None:
             return 1.0
         return _product(f.extent for f in serial[: serial.index(target) + 1])
+
+
+def run_efficiency(run_bytes: int) -> float:
+    """The share of device memory's bandwidth that reads in runs of ``run_bytes`` contiguous
+    bytes get: 1 from ``FULL_RUN`` (128) bytes, falling linearly to 0.7 towards none. Fitted
+    to the H100 (2026-12-06): one decode row of the down projection read W in 64-byte runs
+    of its rows (128 blocks of 32 columns) in 44.0 us, where 512-byte runs took 36.3-37.2
+    us for the same bytes (``benchmarks/decode_rows.py``, ``benchmarks/gemv_split.py``):
+    0.85; 16 x 48 mma blocks (96-byte runs) took 44.6 us where 16 x 96 blocks took 40.4."""
+    return 0.7 + 0.3 * min(run_bytes, FULL_RUN) / FULL_RUN
+
+
+def short_run_bytes(elements: set, width: int) -> float:
+    """What a block's read of ``elements`` (element indices, ``width`` bytes each) costs
+    device memory beyond its bytes: each maximal run of consecutive elements at
+    :func:`run_efficiency` of its length."""
+    extra = 0.0
+    run = 0
+    previous = None
+    for e in sorted(elements):
+        if previous is not None and e != previous + 1:
+            extra += run * width * (1.0 / run_efficiency(run * width) - 1.0)
+            run = 0
+        run += 1
+        previous = e
+    if run:
+        extra += run * width * (1.0 / run_efficiency(run * width) - 1.0)
+    return extra
 
 
 def _predicate_share(predicate, loops, limit: int = 4096) -> float:

@@ -26,7 +26,9 @@ in the record:
    at the bytes the resident warps keep in flight divided by the latency (docs/hardware.md,
    "Modelling assumptions": ``B_need = bandwidth x latency / SMs`` per SM against ``B_have = warps x
    loads in flight x bytes per load``, the warps of the blocks an SM actually holds: a grid of
-   fewer blocks than the SMs could hold puts ``ceil(blocks / SMs)`` on each). The bytes are the
+   fewer blocks than the SMs could hold puts ``ceil(blocks / SMs)`` on each), with reads in
+   runs shorter than 128 contiguous bytes counted at more than their bytes
+   (``analysis.run_efficiency``). The bytes are the
    count of ``tcomp.cost.analysis`` less what the L2 serves: blocks start in the order of their linear index (``blockIdx.x`` fastest),
    ``SMs x blocks per SM`` at a time, and two blocks of one such wave that agree in the
    grid dimensions a tensor's reads depend on read the same tile of it, which reaches
@@ -73,6 +75,7 @@ class KernelEstimate:
     dram_read_bytes: float
     dram_write_bytes: float
     l2_read_bytes: float  # of dram_read_bytes, the re-reads of tiles that the blocks of one wave share
+    short_run_bytes: float  # what device memory loses to reads in short runs, as bytes (analysis.run_efficiency)
     bytes_by_tensor: dict  # tensor name -> bytes read + written
     reads_by_tensor: dict
     writes_by_tensor: dict
@@ -111,7 +114,7 @@ class KernelEstimate:
     t_copy_wait: float  # of one block's path: latency its prefetches and rings leave exposed
     t_chain_drain: float  # of one block's path: tensor cores idle while k steps wait for whole wgmma chains
     t_sm: float  # the busiest SM: per round, the longest of the four
-    t_dram: float  # (dram_bytes - l2_read_bytes) / effective_bandwidth
+    t_dram: float  # (dram_bytes - l2_read_bytes + short_run_bytes) / effective_bandwidth
     t_launch: float
     predicted_seconds: float
     bound: str  # "compute" | "memory" | "latency"
@@ -321,7 +324,10 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
         if reads.get(name, 0.0) > size:
             served[name] = max(served.get(name, 0.0), reads[name] - size)
     l2_read = sum(served.values())
-    t_dram = (dram - l2_read) / bw_eff if dram else 0.0
+    # reads in short runs cost device memory more than their bytes, in the share of them it serves
+    short_run = sum(tr.short_run_read * blocks * (1.0 - served.get(n, 0.0) / reads[n])
+                    for n, tr in counts.traffic.items() if reads.get(n))
+    t_dram = (dram - l2_read + short_run) / bw_eff if dram else 0.0
 
     # one SM: rounds of resident blocks
     per_block_matrix_cycles = ((counts.matrix_flops - counts.mma_sync_flops) / t.matrix_flops_bf16
@@ -388,7 +394,7 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
     return KernelEstimate(
         name=counts.name, grid=counts.grid, block=counts.block, blocks=blocks, threads_per_block=threads,
         warps_per_block=wpb, flops=flops, matrix_flops=matrix_flops, dram_bytes=dram, dram_read_bytes=dram_read,
-        dram_write_bytes=dram_write, l2_read_bytes=l2_read,
+        dram_write_bytes=dram_write, l2_read_bytes=l2_read, short_run_bytes=short_run,
         bytes_by_tensor=by_tensor, reads_by_tensor=reads, writes_by_tensor=writes,
         arithmetic_intensity=intensity, smem_bytes_per_block=counts.smem_bytes, regs_per_thread=regs,
         regs_source=regs_source, blocks_per_sm_by=by, blocks_per_sm=bps, limited_by=limited,

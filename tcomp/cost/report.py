@@ -95,7 +95,9 @@ def format_kernel(k, target) -> str:
         ("L2", f"serves {fmt_bytes(k.l2_read_bytes)} of the reads (tiles the blocks of one wave share)"
                if k.l2_read_bytes else "serves none of the reads"),
         ("memory time", f"{fmt_time(k.t_dram)}: {fmt_bytes(k.dram_bytes - k.l2_read_bytes)} at "
-                        f"{fmt_rate(k.effective_bandwidth, 'B/s')}"),
+                        f"{fmt_rate(k.effective_bandwidth, 'B/s')}"
+                        + (f", and {fmt_bytes(k.short_run_bytes)} more for reads in runs under 128 bytes"
+                           if k.short_run_bytes else "")),
         ("launch", fmt_time(k.t_launch)),
         ("predicted", f"{fmt_time(k.predicted_seconds)}: {k.bound}-bound ({k.limiter})"),
     ]
