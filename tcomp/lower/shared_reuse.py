@@ -18,7 +18,10 @@ code generator all read. A buffer ``late`` may reuse a buffer ``early`` when
 
 and the pass then puts, right before ``S[c]``, a ``cp.async.wait_group 0`` where
 ``early`` was filled by cp.async (no copy into it may land later) and a barrier: every
-thread of the block is done with ``early`` before any thread writes ``late``. No
+thread of the block is done with ``early`` before any thread writes ``late``. A reuse that
+needs a barrier of its own (none stands right before ``S[c]``) is taken only for a ``late``
+of at least ``REUSE_WORTH_A_BARRIER`` bytes: a row kernel's second statistic (a few KB of
+slices) would buy its bytes with a wait of every thread on every row. No
 statement of the IR is conditional on the thread (guards are store predicates), so every
 thread reaches the barrier.
 
@@ -32,7 +35,12 @@ from dataclasses import replace
 
 from ..ir.stmt import (Allocate, AsyncWait, Barrier, Buffer, For, Kernel, Seq, Store, WarpgroupMma,
                        WarpgroupWait)
+from ..dtypes import itemsize
 from ..ir.visitor import walk
+
+#: the least bytes of a buffer that reuse another's at the cost of a barrier of their own (the
+#: output tiles staged for 16-byte stores, which this pass is for, are 16 KB and more)
+REUSE_WORTH_A_BARRIER = 8 * 1024
 
 #: loops that every thread of a block runs through exactly once
 _PARALLEL = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
@@ -48,6 +56,9 @@ def share_shared_memory(kernel: Kernel) -> Kernel:
         for late in order.shared:
             c = next((i for i, child in enumerate(children) if order.uses(child, late)), None)
             if c is None or not order.all_uses_from(late, children[c][0]):
+                continue
+            needs_barrier = not (c and order.is_barrier(children[c - 1]))
+            if needs_barrier and late.size * itemsize(late.dtype) < REUSE_WORTH_A_BARRIER:
                 continue
             for early in order.shared:
                 if early is late or early in reuse.get(late, ()):
@@ -96,6 +107,10 @@ class _Order:
         else:
             self.leaves.append((first, _buffers(stmt), stmt))
         return first, self._count - 1
+
+    def is_barrier(self, span: tuple) -> bool:
+        """Is the statement numbered ``span`` a barrier?"""
+        return any(n == span[0] and isinstance(leaf, Barrier) for n, _, leaf in self.leaves)
 
     def uses(self, span: tuple, buffer) -> bool:
         """Does a statement numbered within ``span`` use ``buffer``?"""
@@ -161,4 +176,4 @@ def _insert_barriers(body, splits: dict):
     return visit(body)
 
 
-__all__ = ["share_shared_memory"]
+__all__ = ["REUSE_WORTH_A_BARRIER", "share_shared_memory"]

@@ -16,7 +16,17 @@ gives the block's threads the terms instead, and combines what they hold in log 
 4. Every thread combines the total into its register, as the loop would have.
 
 Every thread ends with the same total, in a fixed order (the same bits every run), but not
-the loop's order: ``tc.check`` reports the reassociation. The loop needs ``X`` to be a power
+the loop's order: ``tc.check`` reports the reassociation.
+
+Where the terms are slices in shared memory that the threads wrote just before (a row's
+statistic cut into one slice a thread, ``rows_in_blocks(combine="tree")``), thread ``t``
+now reads only slice ``t``, the one it wrote itself: the barrier between the slices' stores
+and the tree, which ``tc.check`` needs for its view (every thread reading every slice),
+is dropped (:func:`own_slices_need_no_barrier`). The conditions: one row of threads in the
+block, as many terms as threads on ``threadIdx.x``, every store to the slices' buffer since
+the barrier before it (or the start of its sequence) on a ``threadIdx.x`` loop of the same
+threads at the index the tree's thread reads, and nothing else after the barrier reading
+what was written since the one before. The loop needs ``X`` to be a power
 of two up to 32 or a multiple of 32, a body that is one update ``acc = acc op term`` of a
 ``local`` accumulator (op ``+``, ``max`` or ``min``), and no loop bound to ``threadIdx.x``
 around it: each thread's copy of the surrounding code must be the same, since the threads
@@ -53,16 +63,18 @@ def reduce_across_threads(kernel: Kernel) -> Kernel:
         raise ScheduleError(f"reduce_across_threads: {kernel.name}'s block of {kernel.block} threads is not whole "
                             f"warps; the threads' shuffles need every lane of a warp")
     trees = []
+    own_slots = {}  # id of a tree's statement -> (its thread's var, the shared loads of its one term)
 
     def visit(stmt, enclosing):
         if isinstance(stmt, For) and stmt.kind == ACROSS_THREADS:
-            return _tree(kernel, stmt, enclosing, trees)
+            return _tree(kernel, stmt, enclosing, trees, own_slots)
         if isinstance(stmt, For):
             return replace(stmt, body=visit(stmt.body, enclosing + (stmt,)))
         if isinstance(stmt, Allocate):
             return replace(stmt, body=visit(stmt.body, enclosing))
         if isinstance(stmt, Seq):
-            return Seq(tuple(visit(child, enclosing) for child in stmt.stmts))
+            return own_slices_need_no_barrier(Seq(tuple(visit(child, enclosing) for child in stmt.stmts)),
+                                              own_slots, threads_x)
         return stmt
 
     body = visit(kernel.body, ())
@@ -114,8 +126,10 @@ def _update(loop: For):
     return store, value.op, term
 
 
-def _tree(kernel: Kernel, loop: For, enclosing: tuple, trees: list):
-    """The statements that run ``loop`` across the block's threads."""
+def _tree(kernel: Kernel, loop: For, enclosing: tuple, trees: list, own_slots: dict):
+    """The statements that run ``loop`` across the block's threads; where each thread adds
+    one term (as many terms as threads, one row of threads), ``own_slots`` gets the tree's
+    thread variable and its term's loads of shared memory under the tree's id."""
     bound = {f.kind: f.var for f in enclosing if f.kind in THREAD_TAGS}
     if "threadIdx.x" in bound:
         raise ScheduleError(f"reduce_across_threads: loop {loop.var.name} is inside a loop bound to threadIdx.x "
@@ -173,7 +187,88 @@ def _tree(kernel: Kernel, loop: For, enclosing: tuple, trees: list):
     for tag in reversed(THREAD_TAGS):
         if isinstance(tag_vars[tag], Var) and tag not in bound:
             body = For(tag_vars[tag], sizes[tag], tag, body)
-    return Allocate(part, body)
+    tree = Allocate(part, body)
+    if loop.extent == threads_x and kernel.block[1] * kernel.block[2] == 1:
+        own_slots[id(tree)] = (t, tuple(e for e in walk(owned) if isinstance(e, Load) and e.buffer.scope == "shared"))
+    return tree
+
+
+def own_slices_need_no_barrier(seq: Seq, own_slots: dict, threads_x: int) -> Seq:
+    """``seq`` without the barriers between shared slices and the trees that add them where
+    each thread reads only the slice it wrote (module docstring)."""
+    stmts = list(seq.stmts)
+    keep = [True] * len(stmts)
+    # the sequence's start counts as a barrier: a loop whose body refills shared memory ends
+    # in one (tcomp.lower.loop_body), and a body that runs once has no earlier reads
+    barriers = [-1] + [i for i, st in enumerate(stmts) if isinstance(st, Barrier)]
+    for before, at in zip(barriers, barriers[1:]):
+        if at + 1 >= len(stmts):
+            continue
+        trees = [own_slots[id(n)] for n in walk(stmts[at + 1]) if id(n) in own_slots]
+        written = [n for st in stmts[before + 1:at] for n in walk(st)
+                   if isinstance(n, Store) and n.buffer.scope == "shared"]
+        if trees and written and _reads_own_slots(stmts[before + 1:at], written, stmts[at + 1], trees, threads_x):
+            keep[at] = False
+    return seq if all(keep) else Seq(tuple(st for st, k in zip(stmts, keep) if k))
+
+
+def _reads_own_slots(segment: list, written: list, after: Stmt, trees: list, threads_x: int) -> bool:
+    """Whether the statements ``after`` a barrier read what ``segment`` wrote to shared memory
+    (the stores ``written``) only in the trees' terms, each thread the slot it stored."""
+    buffers = {st.buffer for st in written}
+    term_loads = {id(load) for _, loads in trees for load in loads}
+    if any(isinstance(n, Load) and n.buffer in buffers and id(n) not in term_loads for n in walk(after)):
+        return False
+    for var, loads in trees:
+        for load in loads:
+            if load.buffer in buffers and not _stored_by_the_same_thread(segment, after, load, var, threads_x):
+                return False
+    return True
+
+
+def _stored_by_the_same_thread(segment: list, after: Stmt, load: Load, thread_var, threads_x: int) -> bool:
+    """Whether every store to ``load``'s buffer in ``segment`` runs on a ``threadIdx.x`` loop
+    of ``threads_x`` threads, unguarded, at the index that ``load`` (in ``after``, on the
+    tree's thread ``thread_var``) reads: the same slot on the same thread."""
+    after_loops = {n.var: n for n in walk(after) if isinstance(n, For)}
+    read_vars = free_vars(load.index) - {thread_var}
+    if any(v in after_loops and after_loops[v].extent != 1 for v in read_vars):
+        return False
+    read = substitute(load.index, {v: IntImm(0, v.dtype) for v in read_vars if v in after_loops})
+    stores = _stores_and_loops(segment, load.buffer)
+    for store, loops in stores:
+        threads = [f for f in loops if f.kind == "threadIdx.x"]
+        index_vars = free_vars(store.index)
+        if store.predicate is not None or len(threads) != 1 or threads[0].extent != threads_x \
+                or any(f.extent != 1 and f.var in index_vars for f in loops if f is not threads[0]):
+            return False
+        stored = substitute(store.index, {**{f.var: IntImm(0, f.var.dtype) for f in loops if f.extent == 1},
+                                          threads[0].var: thread_var})
+        difference = simplify(binary("-", stored, read))
+        if not (isinstance(difference, IntImm) and difference.value == 0):
+            return False
+    return bool(stores)
+
+
+def _stores_and_loops(segment: list, buffer: Buffer) -> list:
+    """Every store to ``buffer`` in ``segment``, each with the loops around it there."""
+    found = []
+
+    def visit(stmt, loops):
+        if isinstance(stmt, Store):
+            if stmt.buffer is buffer:
+                found.append((stmt, loops))
+        elif isinstance(stmt, Seq):
+            for child in stmt.stmts:
+                visit(child, loops)
+        elif isinstance(stmt, For):
+            visit(stmt.body, loops + (stmt,))
+        elif isinstance(stmt, Allocate):
+            visit(stmt.body, loops)
+
+    for st in segment:
+        visit(st, ())
+    return found
 
 
 def _butterfly(part: Buffer, combine, lane, width: int) -> list:
@@ -201,4 +296,4 @@ def _substituted(predicate, var, value):
     return None if predicate is None else substitute(predicate, {var: value})
 
 
-__all__ = ["reduce_across_threads"]
+__all__ = ["own_slices_need_no_barrier", "reduce_across_threads"]

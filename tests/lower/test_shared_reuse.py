@@ -22,11 +22,11 @@ def _copy(dst, src, t):
 
 def test_a_later_buffer_takes_the_bytes_of_one_dead_before_it_behind_a_barrier():
     t = Var("t")
-    ring, tile, out = _buffer("ring", 1024), _buffer("tile", 512), _buffer("out", 32, "global")
+    ring, tile, out = _buffer("ring", 4096), _buffer("tile", 2048), _buffer("out", 32, "global")
     first = For(t, 32, "threadIdx.x", Store(ring, t, FloatImm(1.0, "float32")))
     second = For(t, 32, "threadIdx.x", Store(tile, t, Load(ring, t)))  # reads ring: not yet dead
     third = For(t, 32, "threadIdx.x", _copy(out, tile, t))
-    late = _buffer("late", 256)
+    late = _buffer("late", 2048)  # 8 KB: worth a barrier of its own
     fourth = For(t, 32, "threadIdx.x", Store(late, t, FloatImm(2.0, "float32")))
     fifth = For(t, 32, "threadIdx.x", _copy(out, late, t))
     body = Allocate(ring, Allocate(tile, Allocate(late, Seq((first, Barrier(), second, third, fourth, fifth)))))
@@ -35,7 +35,7 @@ def test_a_later_buffer_takes_the_bytes_of_one_dead_before_it_behind_a_barrier()
     assert set(reuse[late]) == {ring, tile}  # both dead once `third` has read tile
     assert tile not in reuse  # tile's first use reads ring
     layout = shared_layout([ring, tile, late], kernel.shared_reuse)
-    assert layout.offsets[2] == layout.offsets[0] and layout.total_bytes == (1024 + 512) * 4
+    assert layout.offsets[2] == layout.offsets[0] and layout.total_bytes == (4096 + 2048) * 4
     (seq,) = _walk_seqs(kernel.body)
     stmts = seq.stmts
     i = next(n for n, s in enumerate(stmts) if isinstance(s, For) and s.body.buffer is late)
@@ -63,7 +63,7 @@ def test_no_reuse_inside_a_serial_loop():
 def test_an_asynchronously_filled_buffer_is_waited_for_before_its_bytes_are_reused():
     t = Var("t")
     glob = _buffer("g", 32, "global")
-    early, late = _buffer("early", 64), _buffer("late", 64)
+    early, late = _buffer("early", 2048), _buffer("late", 2048)
     fill = For(t, 32, "threadIdx.x", Store(early, t, Load(glob, t), asynchronous=True))
     body = Seq((fill, AsyncWait(0), Barrier(), For(t, 32, "threadIdx.x", _copy(glob, early, t)),
                 For(t, 32, "threadIdx.x", Store(late, t, FloatImm(0.0, "float32"))),
@@ -73,6 +73,28 @@ def test_an_asynchronously_filled_buffer_is_waited_for_before_its_bytes_are_reus
     stmts = _walk_seqs(kernel.body)[0].stmts
     i = next(n for n, s in enumerate(stmts) if isinstance(s, For) and s.body.buffer is late)
     assert isinstance(stmts[i - 1], Barrier) and isinstance(stmts[i - 2], AsyncWait) and stmts[i - 2].pending == 0
+
+
+def test_a_small_buffer_takes_dead_bytes_only_where_a_barrier_stands_already():
+    """Under ``REUSE_WORTH_A_BARRIER`` bytes (a row kernel's second statistic's slices), a
+    reuse that would need a barrier of its own is not taken; behind a barrier that is
+    there anyway it is, and no second barrier is added."""
+    from tcomp.lower.shared_reuse import REUSE_WORTH_A_BARRIER
+
+    t = Var("t")
+    out = _buffer("out", 32, "global")
+    for barrier_there in (False, True):
+        early, late = _buffer("early", 256), _buffer("late", 256)
+        assert late.size * 4 < REUSE_WORTH_A_BARRIER
+        use_early = (For(t, 32, "threadIdx.x", Store(early, t, FloatImm(1.0, "float32"))), Barrier(),
+                     For(t, 32, "threadIdx.x", _copy(out, early, t)))
+        use_late = (For(t, 32, "threadIdx.x", Store(late, t, FloatImm(2.0, "float32"))),
+                    For(t, 32, "threadIdx.x", _copy(out, late, t)))
+        body = Seq(use_early + ((Barrier(),) if barrier_there else ()) + use_late)
+        kernel = share_shared_memory(_kernel(Allocate(early, Allocate(late, body))))
+        assert (late in dict(kernel.shared_reuse)) == barrier_there
+        (seq,) = _walk_seqs(kernel.body)
+        assert sum(isinstance(st, Barrier) for st in seq.stmts) == (2 if barrier_there else 1)
 
 
 def test_two_later_buffers_alive_together_do_not_overlap_each_other():

@@ -153,3 +153,50 @@ def test_softmax_trees_match_on_the_gpu(M, N, threads, rng):
     softmax.schedule(s, Y, threads=threads, combine="tree", vector_slices=N % (4 * threads) == 0)
     x = (rng.standard_normal((M, N)) * 4.0).astype(np.float32)
     np.testing.assert_allclose(run(s, [x]), tc.evaluate(Y, {tc.inputs(Y)[0]: x}), rtol=1e-5, atol=1e-9)
+
+
+def _barriers_between_slices_and_tree(kernel) -> int:
+    """Barriers of the kernel's top sequence that stand right before a tree (a statement
+    holding warp shuffles) and right after a store to shared memory."""
+    from tcomp.ir.stmt import Seq, Store
+
+    count = 0
+    for seq in (n for n in walk(kernel) if isinstance(n, Seq)):
+        for before, barrier, after in zip(seq.stmts, seq.stmts[1:], seq.stmts[2:]):
+            if isinstance(barrier, Barrier) and any(isinstance(n, WarpShuffle) for n in walk(after)) and any(
+                    isinstance(n, Store) and n.buffer.scope == "shared" for n in walk(before)):
+                count += 1
+    return count
+
+
+@pytest.mark.parametrize("slices,threads,dropped", [(64, 64, True), (128, 64, False)])
+def test_a_tree_of_the_threads_own_slices_needs_no_barrier_before_it(slices, threads, dropped, rng):
+    """A slice a thread: thread t stores slice t and the tree gives it term t, so no barrier
+    stands between the slices' stores and the tree (tc.check, which sees every thread read
+    every slice, still has it). Two slices a thread keep it. Both match float64."""
+    M, N = 2, 384
+    s, Y = _row_sum(M, N, slices, threads)
+    assert tc.check(s).legal
+    (kernel,) = tc.lower(s).kernels
+    assert _barriers_between_slices_and_tree(kernel) == (0 if dropped else 1)
+    x = rng.uniform(0.5, 2.0, (M, N)).astype(np.float32)
+    np.testing.assert_allclose(run(s, [x]), x / x.astype(np.float64).sum(1, keepdims=True), rtol=1e-6)
+
+
+def test_the_barrier_stays_where_a_thread_reads_another_threads_slice():
+    """The slices' store at ``p + 1``: the tree's thread t reads slot t, which thread t - 1
+    wrote, so the barrier stays."""
+    from tcomp.ir.expr import IntImm, Load, Var, binary
+    from tcomp.ir.stmt import Buffer, Seq, Store
+    from tcomp.lower.thread_reduction import own_slices_need_no_barrier
+
+    slices = Buffer("P", "float32", (65,), "shared")
+    total = Buffer("T", "float32", (1,), "local")
+    p, t = Var("p", "int32"), Var("t", "int32")
+    term = Load(slices, t)
+    tree = For(t, 64, "threadIdx.x", Store(total, IntImm(0), term))
+    for offset, kept in ((1, True), (0, False)):
+        fill = For(p, 64, "threadIdx.x", Store(slices, binary("+", p, IntImm(offset)), IntImm(1)))
+        seq = Seq((Barrier(), fill, Barrier(), tree))
+        out = own_slices_need_no_barrier(seq, {id(tree): (t, (term,))}, 64)
+        assert sum(isinstance(st, Barrier) for st in out.stmts) == (2 if kept else 1)
