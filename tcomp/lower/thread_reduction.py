@@ -16,22 +16,22 @@ gives the block's threads the terms instead, and combines what they hold in log 
 4. Every thread combines the total into its register, as the loop would have.
 
 Every thread ends with the same total, in a fixed order (the same bits every run), but not
-the loop's order: ``tc.check`` reports the reassociation.
-
-Where the terms are slices in shared memory that the threads wrote just before (a row's
-statistic cut into one slice a thread, ``rows_in_blocks(combine="tree")``), thread ``t``
-now reads only slice ``t``, the one it wrote itself: the barrier between the slices' stores
-and the tree, which ``tc.check`` needs for its view (every thread reading every slice),
-is dropped (:func:`own_slices_need_no_barrier`). The conditions: one row of threads in the
-block, as many terms as threads on ``threadIdx.x``, every store to the slices' buffer since
-the barrier before it (or the start of its sequence) on a ``threadIdx.x`` loop of the same
-threads at the index the tree's thread reads, and nothing else after the barrier reading
-what was written since the one before. The loop needs ``X`` to be a power
+the loop's order: ``tc.check`` reports the reassociation. The loop needs ``X`` to be a power
 of two up to 32 or a multiple of 32, a body that is one update ``acc = acc op term`` of a
 ``local`` accumulator (op ``+``, ``max`` or ``min``), and no loop bound to ``threadIdx.x``
 around it: each thread's copy of the surrounding code must be the same, since the threads
 share their terms. Loops bound to ``threadIdx.y`` / ``threadIdx.z`` around it keep their
 rows apart (each row of the block reduces on its own).
+
+Where the terms are slices in shared memory that the threads wrote just before (a row's
+statistic cut into one slice a thread, ``rows_in_blocks(combine="tree")``), thread ``t``
+reads only slice ``t``, the one it wrote itself: the barrier between the slices' stores and
+the tree, which ``tc.check`` needs for its view (every thread reading every slice), is
+dropped (:func:`own_slices_need_no_barrier`). The conditions: one row of threads in the
+block, as many terms as threads on ``threadIdx.x``, every store to the slices' buffer since
+the barrier before it (or the start of its sequence) on a ``threadIdx.x`` loop of the same
+threads at the index the tree's thread reads, and nothing else after the barrier reading
+what was written since the one before.
 """
 
 from __future__ import annotations
