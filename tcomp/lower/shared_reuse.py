@@ -33,9 +33,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..dtypes import itemsize
 from ..ir.stmt import (Allocate, AsyncWait, Barrier, Buffer, For, Kernel, Seq, Store, WarpgroupMma,
                        WarpgroupWait)
-from ..dtypes import itemsize
 from ..ir.visitor import walk
 
 #: the least bytes of a buffer that reuse another's at the cost of a barrier of their own (the
