@@ -63,7 +63,7 @@ from ..target.storage import kernel_shared_bytes
 BASE_REGISTERS = 14
 SECTOR = 32  # bytes
 LINE = 128  # bytes
-#: runs of contiguous bytes shorter than this (a warp's load of a row) cost device memory more
+#: runs of contiguous bytes shorter than this (a block's read of a row) cost device memory more
 #: than their bytes (``run_efficiency``)
 FULL_RUN = 128
 BANKS = 32
@@ -583,18 +583,10 @@ def short_run_bytes(elements: set, width: int) -> float:
     """What a block's read of ``elements`` (element indices, ``width`` bytes each) costs
     device memory beyond its bytes: each maximal run of consecutive elements at
     :func:`run_efficiency` of its length."""
-    extra = 0.0
-    run = 0
-    previous = None
-    for e in sorted(elements):
-        if previous is not None and e != previous + 1:
-            extra += run * width * (1.0 / run_efficiency(run * width) - 1.0)
-            run = 0
-        run += 1
-        previous = e
-    if run:
-        extra += run * width * (1.0 / run_efficiency(run * width) - 1.0)
-    return extra
+    ordered = sorted(elements)
+    breaks = [0] + [i for i in range(1, len(ordered)) if ordered[i] != ordered[i - 1] + 1] + [len(ordered)]
+    runs = [(end - start) * width for start, end in zip(breaks, breaks[1:])]
+    return sum(run * (1.0 / run_efficiency(run) - 1.0) for run in runs)
 
 
 def _predicate_share(predicate, loops, limit: int = 4096) -> float:

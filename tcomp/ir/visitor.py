@@ -10,6 +10,7 @@ from dataclasses import fields, replace
 from typing import Callable, Iterator
 
 from .expr import Expr, Var
+from .stmt import Allocate, For, Seq, Store
 
 
 def _is_node(value) -> bool:
@@ -72,3 +73,24 @@ def walk(node) -> Iterator:
 
 def free_vars(node) -> set:
     return {n for n in walk(node) if isinstance(n, Var)}
+
+
+def stores_with_loops(body) -> list:
+    """``(store, the loops around it in body, innermost last)`` of every store in ``body``
+    (a statement, or a list of them)."""
+    out = []
+
+    def visit(stmt, loops):
+        if isinstance(stmt, Store):
+            out.append((stmt, loops))
+        elif isinstance(stmt, For):
+            visit(stmt.body, loops + (stmt,))
+        elif isinstance(stmt, Allocate):
+            visit(stmt.body, loops)
+        elif isinstance(stmt, Seq):
+            for child in stmt.stmts:
+                visit(child, loops)
+
+    for stmt in body if isinstance(body, list) else [body]:
+        visit(stmt, ())
+    return out

@@ -43,7 +43,7 @@ from ..ir.expr import (Binary, IntImm, Load, Select, Var, WarpShuffle, binary, c
                        reduction_identity)
 from ..ir.simplify import simplify
 from ..ir.stmt import ACROSS_THREADS, BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, Buffer, For, Kernel, Seq, Store
-from ..ir.visitor import free_vars, substitute, walk
+from ..ir.visitor import free_vars, stores_with_loops, substitute, walk
 
 WARP = 32
 _COMBINERS = {"+": "sum", "max": "max", "min": "min"}
@@ -196,6 +196,8 @@ def _tree(kernel: Kernel, loop: For, enclosing: tuple, trees: list, own_slots: d
 def own_slices_need_no_barrier(seq: Seq, own_slots: dict, threads_x: int) -> Seq:
     """``seq`` without the barriers between shared slices and the trees that add them where
     each thread reads only the slice it wrote (module docstring)."""
+    if not own_slots:
+        return seq
     stmts = list(seq.stmts)
     keep = [True] * len(stmts)
     # the sequence's start counts as a barrier: a loop whose body refills shared memory ends
@@ -235,7 +237,7 @@ def _stored_by_the_same_thread(segment: list, after: Stmt, load: Load, thread_va
     if any(v in after_loops and after_loops[v].extent != 1 for v in read_vars):
         return False
     read = substitute(load.index, {v: IntImm(0, v.dtype) for v in read_vars if v in after_loops})
-    stores = _stores_and_loops(segment, load.buffer)
+    stores = [(store, loops) for store, loops in stores_with_loops(segment) if store.buffer is load.buffer]
     for store, loops in stores:
         threads = [f for f in loops if f.kind == "threadIdx.x"]
         index_vars = free_vars(store.index)
@@ -248,27 +250,6 @@ def _stored_by_the_same_thread(segment: list, after: Stmt, load: Load, thread_va
         if not (isinstance(difference, IntImm) and difference.value == 0):
             return False
     return bool(stores)
-
-
-def _stores_and_loops(segment: list, buffer: Buffer) -> list:
-    """Every store to ``buffer`` in ``segment``, each with the loops around it there."""
-    found = []
-
-    def visit(stmt, loops):
-        if isinstance(stmt, Store):
-            if stmt.buffer is buffer:
-                found.append((stmt, loops))
-        elif isinstance(stmt, Seq):
-            for child in stmt.stmts:
-                visit(child, loops)
-        elif isinstance(stmt, For):
-            visit(stmt.body, loops + (stmt,))
-        elif isinstance(stmt, Allocate):
-            visit(stmt.body, loops)
-
-    for st in segment:
-        visit(st, ())
-    return found
 
 
 def _butterfly(part: Buffer, combine, lane, width: int) -> list:

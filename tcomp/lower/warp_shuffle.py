@@ -25,8 +25,8 @@ from dataclasses import replace
 
 from ..ir.expr import IntImm, Load, WarpShuffle, binary
 from ..ir.simplify import linear_form, simplify
-from ..ir.stmt import THREAD_TAGS, Allocate, Barrier, Buffer, For, Kernel, Seq, Store
-from ..ir.visitor import free_vars, rewrite, substitute, walk
+from ..ir.stmt import THREAD_TAGS, Allocate, Barrier, Buffer, Kernel, Seq, Store
+from ..ir.visitor import free_vars, rewrite, stores_with_loops, substitute, walk
 
 WARP = 32
 
@@ -36,13 +36,13 @@ def shuffle_within_warps(kernel: Kernel) -> Kernel:
     through warp shuffles, and its barriers dropped where nothing needs them any more."""
     if kernel.block[0] != WARP:
         return kernel
-    stores = _stores_with_loops(kernel.body)
+    stores = stores_with_loops(kernel.body)
     body = kernel.body
     for buffer in _shared_float32_buffers(kernel):
         rewritten = _through_shuffles(body, buffer, stores)
         if rewritten is not None:
             body = rewritten
-            stores = _stores_with_loops(body)
+            stores = stores_with_loops(body)
     if body is kernel.body:
         return kernel
     if _barriers_order_nothing(body):
@@ -58,25 +58,6 @@ def _shared_float32_buffers(kernel: Kernel) -> list:
                 and node.buffer not in found:
             found.append(node.buffer)
     return found
-
-
-def _stores_with_loops(body) -> list:
-    """(store, the loops around it, innermost last) of every store."""
-    out = []
-
-    def visit(stmt, loops):
-        if isinstance(stmt, Store):
-            out.append((stmt, loops))
-        elif isinstance(stmt, For):
-            visit(stmt.body, loops + (stmt,))
-        elif isinstance(stmt, Allocate):
-            visit(stmt.body, loops)
-        elif isinstance(stmt, Seq):
-            for child in stmt.stmts:
-                visit(child, loops)
-
-    visit(body, ())
-    return out
 
 
 def _fixed(index, loops):
