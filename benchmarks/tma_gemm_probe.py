@@ -1,0 +1,412 @@
+"""Probe for issue 33: does Hopper's data movement pay for a bf16 GEMM, and how much?
+
+Hand-written kernels of C = A @ W (A [M, K], W [K, N] row-major bf16, C [M, N] float32,
+as ``examples/gemm_bf16.py``), 128 x 256 output tiles of two consumer warpgroups of
+``wgmma.m64n256k16``, k steps of 64 in rings of shared-memory slots filled by TMA copies
+(``tcomp.codegen.bulk_copy``) in the 128-byte swizzle, each slot with a "full" mbarrier
+(the copies' bytes complete it) and an "empty" one (the consumers' warps arrive when their
+instructions that read the slot have retired). Variants:
+
+    tma          256 threads; thread 0 refills a slot once every warp has released it
+                 (TMA copies, no producer of their own)
+    ws           384 threads: warpgroup 0 produces (one thread issues every copy, its
+                 registers cut to 40 by setmaxnreg), warpgroups 1-2 consume (232)
+    ws-noreg     the same without setmaxnreg
+    ws-persist   ws with one block an SM, each looping over output tiles (column of
+                 tiles first), the producer filling the next tile's slots during the
+                 consumers' epilogue
+
+against cuBLAS (torch.matmul, bf16 out) and tcomp's kernel today (the example's
+schedule: every thread issues cp.async copies, block-wide barriers each k step), in one
+run, on fresh random inputs, each output poisoned with NaN and compared with a float64
+product.
+
+    python benchmarks/tma_gemm_probe.py [--shapes 4096,4096,4096;8192,8192,8192] [--variants ws,ws-persist]
+    python benchmarks/tma_gemm_probe.py --ptx-only    # compile and ptxas -v here, no GPU
+    python benchmarks/tma_gemm_probe.py --simulate    # each variant in Numba's CUDA simulator
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # timing.py
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+
+BM, BN, BK = 128, 256, 64
+A_ELEMS, B_ELEMS = BM * BK, BK * BN           # bf16 elements of one slot's A and W tiles
+STAGE_BYTES = 2 * (A_ELEMS + B_ELEMS)
+VARIANTS = ("tma", "ws", "ws-noreg", "ws-persist")
+
+_HEADER = '''
+from numba import cuda, float32, uint16, uint32, uint64
+import tcomp.codegen.bulk_copy as _bulk_module
+import tcomp.codegen.warpgroup_mma as _warpgroup
+from tcomp.codegen.vector_access import {p}store2 as _store2
+
+
+_mbarrier_init = _bulk_module.{p}mbarrier_init
+_fence_barrier_init = _bulk_module.{p}fence_barrier_init
+_tensor_map_acquire = _bulk_module.{p}tensor_map_acquire
+_mbarrier_arrive_expect = _bulk_module.{p}mbarrier_arrive_expect
+_mbarrier_arrive = _bulk_module.{p}mbarrier_arrive
+_mbarrier_wait = _bulk_module.{p}mbarrier_wait
+_tma_load_2d = _bulk_module.{p}tma_load_2d
+
+_wgmma = _warpgroup.{p}wgmma(256, "bf16", True, tuple(range(128)))
+_fence = _warpgroup.{p}wgmma_fence_tied(128)
+_wait1 = _warpgroup.{p}wgmma_wait_tied(1, 128)
+_wait0 = _warpgroup.{p}wgmma_wait_tied(0, 128)
+_commit = _warpgroup.{p}wgmma_commit
+_desc = _warpgroup.{p}wgmma_descriptor
+_shift = _warpgroup.{p}shared_alignment_shift
+_fewer = _bulk_module.{p}set_max_registers(40, False)
+_more = _bulk_module.{p}set_max_registers(232, True)
+
+M, N = uint32({M}), uint32({N})
+S = uint32({S})
+KSTEPS = uint32({KSTEPS})
+TILES_M = uint32({TILES_M})
+TILES = uint32({TILES})
+STAGE_ELEMS = uint32({STAGE_ELEMS})
+A_ELEMS = uint32({A_ELEMS})
+STAGE_BYTES = uint32({STAGE_BYTES})
+_0, _1, _2, _4, _8, _16, _32, _64, _128 = (uint32(v) for v in (0, 1, 2, 4, 8, 16, 32, 64, 128))
+_256, _1024, _8192 = uint32(256), uint32(1024), uint32(8192)
+BM, BN, BK = uint32({BM}), uint32({BN}), uint32({BK})
+'''
+
+# the consumer's part, shared by every variant: one k step of one warpgroup (c: which
+# consumer), then the epilogue of a tile; {release} arrives on the previous slot's empty
+_CONSUME = '''
+            s = it % S
+            _mbarrier_wait(bars, s, (it // S) & _1)
+            a_at = base + s * STAGE_ELEMS + c * _64 * BK
+            b_at = base + s * STAGE_ELEMS + A_ELEMS
+            _fence(acc)
+            for j in range(4):
+                _wgmma(_desc(smem, a_at + uint32(j) * _16, _16, _1024, _1),
+                       _desc(smem, b_at + uint32(j) * _1024, _8192, _1024, _1), acc, _0)
+            _commit()
+            _wait1(acc)
+            if kk > _0 and t % _32 == _0:
+                _mbarrier_arrive(bars, S + (it - _1) % S)
+'''
+
+_EPILOGUE = '''
+        _wait0(acc)
+        if t % _32 == _0:
+            _mbarrier_arrive(bars, S + (it - _1) % S)
+        row = tm * BM + c * _64 + _16 * (t // _32) + (t % _32) // _4
+        col = tn * BN + _2 * (t % _4)
+        for q in range(32):
+            for h in range(2):
+                r = row + _8 * uint32(h)
+                if r < M:
+                    _store2(C, r * N + col + _8 * uint32(q), (acc[4 * q + 2 * h], acc[4 * q + 2 * h + 1]))
+'''
+
+_LOAD = '''
+                _mbarrier_arrive_expect(bars, s, STAGE_BYTES)
+                a_at = base + s * STAGE_ELEMS
+                _tma_load_2d(smem, a_at, map_a, ks * BK, tm * BM, bars, s)
+                for p in range(4):
+                    _tma_load_2d(smem, a_at + A_ELEMS + uint32(p) * _64 * BK, map_w, tn * BN + uint32(p) * _64,
+                                      ks * BK, bars, s)
+'''
+
+_SPECIALIZED = '''
+@cuda.jit{JIT}
+def gemm(A, W, C, map_a, map_w):
+    smem = cuda.shared.array({SMEM}, uint16)
+    base = _shift(smem, _1024)
+    bars = cuda.shared.array(2 * {S}, uint64)
+    tid = uint32(cuda.threadIdx.x)
+    if tid == _0:
+        for s in range({S}):
+            _mbarrier_init(bars, s, 1)
+            _mbarrier_init(bars, {S} + s, 8)
+        _fence_barrier_init()
+    cuda.syncthreads()
+    wg = tid // _128
+    it = _0
+    if wg == _0:
+        {FEWER}
+        if tid == _0:
+            _tensor_map_acquire(map_a)
+            _tensor_map_acquire(map_w)
+            for tile in range(uint32(cuda.blockIdx.x), TILES, uint32(cuda.gridDim.x)):
+                tm, tn = tile % TILES_M, tile // TILES_M
+                for kk in range(KSTEPS):
+                    s = it % S
+                    _mbarrier_wait(bars, S + s, ((it // S) & _1) ^ _1)
+                    ks = kk
+{LOAD}
+                    it += _1
+    else:
+        {MORE}
+        acc = cuda.local.array(128, float32)
+        c = wg - _1
+        t = tid % _128
+        for tile in range(uint32(cuda.blockIdx.x), TILES, uint32(cuda.gridDim.x)):
+            tm, tn = tile % TILES_M, tile // TILES_M
+            for i in range(128):
+                acc[i] = float32(0.0)
+            for kk in range(KSTEPS):
+{CONSUME}
+                it += _1
+{EPILOGUE}
+
+UNROLL_LOOPS = {{"gemm": (False, False, False, True, False, True, False, True, True, True)}}
+'''
+
+_UNSPECIALIZED = '''
+@cuda.jit{JIT}
+def gemm(A, W, C, map_a, map_w):
+    smem = cuda.shared.array({SMEM}, uint16)
+    base = _shift(smem, _1024)
+    bars = cuda.shared.array(2 * {S}, uint64)
+    tid = uint32(cuda.threadIdx.x)
+    tile = uint32(cuda.blockIdx.x)
+    tm, tn = tile % TILES_M, tile // TILES_M
+    if tid == _0:
+        for s in range({S}):
+            _mbarrier_init(bars, s, 1)
+            _mbarrier_init(bars, {S} + s, 8)
+        _fence_barrier_init()
+        _tensor_map_acquire(map_a)
+        _tensor_map_acquire(map_w)
+    cuda.syncthreads()
+    if tid == _0:
+        for kk in range(min({S}, {KSTEPS})):
+            s = uint32(kk)
+            ks = uint32(kk)
+{LOAD}
+    c = tid // _128
+    t = tid % _128
+    acc = cuda.local.array(128, float32)
+    for i in range(128):
+        acc[i] = float32(0.0)
+    it = _0
+    for kk in range(KSTEPS):
+{CONSUME}
+        if tid == _0 and kk > _0 and kk - _1 + S < KSTEPS:
+            s = (kk - _1) % S
+            _mbarrier_wait(bars, S + s, ((kk - _1) // S) & _1)
+            ks = kk - _1 + S
+{LOAD}
+        it += _1
+{EPILOGUE}
+
+UNROLL_LOOPS = {{"gemm": (False, False, True, True, False, True, True, True, True)}}
+'''
+
+
+def _indent(text: str, spaces: int) -> str:
+    """``text`` moved to start at ``spaces`` columns."""
+    return textwrap.indent(textwrap.dedent(text.strip("\n")), " " * spaces)
+
+
+def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: bool = False) -> str:
+    """The generated module of one variant for an M x N x K product (for Numba's CUDA
+    simulator: the instructions' models, a static shared array)."""
+    tiles_m = -(-M // BM)
+    values = dict(M=M, N=N, S=stages, KSTEPS=K // BK, TILES_M=tiles_m, TILES=tiles_m * (N // BN),
+                  STAGE_ELEMS=A_ELEMS + B_ELEMS, A_ELEMS=A_ELEMS, STAGE_BYTES=STAGE_BYTES, BM=BM, BN=BN, BK=BK)
+    header = _HEADER.format(p="sim_" if simulator else "", **values)
+    launch = dict(JIT="" if simulator else f"(launch_bounds=({threads(variant)}, 1))",
+                  SMEM=shared_bytes(stages) // 2 if simulator else 0)
+    if variant == "tma":
+        body = _UNSPECIALIZED.format(**launch, S=stages, KSTEPS=K // BK, LOAD=_indent(_LOAD, 12), CONSUME=_indent(_CONSUME, 8),
+                                     EPILOGUE=_indent(_EPILOGUE, 4))
+        return header + body
+    regs = variant != "ws-noreg"
+    body = _SPECIALIZED.format(**launch, S=stages, FEWER="_fewer()" if regs else "pass", MORE="_more()" if regs else "pass",
+                               LOAD=_indent(_LOAD, 20), CONSUME=_indent(_CONSUME, 16), EPILOGUE=_indent(_EPILOGUE, 12))
+    return header + body
+
+
+def threads(variant: str) -> int:
+    return 256 if variant == "tma" else 384
+
+
+def shared_bytes(stages: int) -> int:
+    return stages * STAGE_BYTES + 1024  # room to align the ring to 1024 bytes
+
+
+def grid(variant: str, M: int, N: int, sms: int) -> int:
+    tiles = -(-M // BM) * (N // BN)
+    return min(tiles, sms) if variant == "ws-persist" else tiles
+
+
+def _kernel(source: str):
+    from tcomp.codegen.runtime import import_source
+
+    module, _ = import_source(source)
+    return module.gemm
+
+
+def _signature():
+    from numba import types
+
+    u16 = types.Array(types.uint16, 1, "C")
+    return (u16, u16, types.Array(types.float32, 1, "C"), types.Array(types.uint64, 1, "C"),
+            types.Array(types.uint64, 1, "C"))
+
+
+def ptx_only(variants, stages: int) -> int:
+    """Compile each variant for sm_90a and print ptxas's registers and spills."""
+    from numba import cuda
+
+    from tcomp.codegen import nvvm_unroll
+
+    worst = 0
+    for variant in variants:
+        source = kernel_source(variant, 4096, 4096, 4096, stages)
+        kernel = _kernel(source)
+        nvvm_unroll.install()
+        ptx, _ = cuda.compile_ptx(kernel.py_func, _signature(), cc=(9, 0, "a"),
+                                  launch_bounds=(threads(variant), 1))
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "k.ptx")
+            with open(path, "w") as f:
+                f.write(ptx)
+            proc = subprocess.run(["ptxas", "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
+                                  capture_output=True, text=True)
+        info = " ".join(re.findall(r"Used \d+ registers|\d+ bytes spill (?:stores|loads)", proc.stderr))
+        print(f"{variant:12s} rc={proc.returncode} {info or proc.stderr.strip()[-400:]}")
+        worst = max(worst, proc.returncode)
+    return worst
+
+
+def simulate(variants) -> int:
+    """Run each variant in the simulator on a 200 x 256 x 192 product (two row tiles, the
+    second past M's edge; three k steps through two slots; the persistent kernel on one
+    block) and compare with numpy."""
+    import ml_dtypes
+    import numpy as np
+    from numba import cuda
+
+    from tcomp.codegen.bulk_copy import sim_tensor_map_2d
+
+    M, N, K, stages = 200, 256, 192, 2
+    rng = np.random.default_rng(33)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    ref = a.astype(np.float64) @ w.astype(np.float64)
+    a_bits, w_bits = a.view(np.uint16).reshape(-1), w.view(np.uint16).reshape(-1)
+    map_a = sim_tensor_map_2d(a_bits, M, K, BM, BK)
+    map_w = sim_tensor_map_2d(w_bits, K, N, BK, 64)
+    failures = 0
+    for variant in variants:
+        kernel = _kernel(kernel_source(variant, M, N, K, stages, simulator=True))
+        c = np.full(M * N, np.nan, dtype=np.float32)
+        d_c = cuda.to_device(c)
+        kernel[grid(variant, M, N, 1), threads(variant)](a_bits, w_bits, d_c, map_a, map_w)
+        err = np.abs(d_c.copy_to_host().reshape(M, N) - ref).max() / np.abs(ref).max()
+        ok = err < 1e-5
+        failures += not ok
+        print(f"{variant:12s} simulated {M} x {N} x {K}: max rel err {err:.1e} {'ok' if ok else 'WRONG'}", flush=True)
+    return 1 if failures else 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--shapes", default="4096,4096,4096;8192,8192,8192;1024,12288,4096;7239,12288,4096;333,12288,4096",
+                        help="M,N,K;M,N,K;... (N a multiple of 256, K of 64)")
+    parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
+    parser.add_argument("--stages", type=int, default=4)
+    parser.add_argument("--repeat", type=int, default=20)
+    parser.add_argument("--ptx-only", action="store_true", help="compile and assemble here; no GPU needed")
+    parser.add_argument("--simulate", action="store_true", help="run tiny products in Numba's CUDA simulator")
+    args = parser.parse_args(argv)
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = set(variants) - set(VARIANTS)
+    if unknown:
+        parser.error(f"unknown variants {sorted(unknown)}; choose from {', '.join(VARIANTS)}")
+    if args.simulate:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # NOTE: before numba is first imported
+        return simulate(variants)
+    if args.ptx_only:
+        return ptx_only(variants, args.stages)
+    return measure(args, variants)
+
+
+def measure(args, variants) -> int:
+    import torch
+
+    import gemm_bf16
+    import tcomp as tc
+    from tcomp.codegen.launch import DriverKernel, DriverLaunch
+    from tcomp.codegen.tensor_maps import tensor_map_2d
+    from timing import time_cuda_batched
+
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    print(f"device: {torch.cuda.get_device_name(0)}, {sms} SMs")
+    failures = 0
+    for text in args.shapes.split(";"):
+        M, N, K = (int(x) for x in text.split(","))
+        torch.manual_seed(M + N + K)
+        a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
+        w = torch.randn(K, N, device="cuda").to(torch.bfloat16)
+        ref = a.double() @ w.double()
+        scale = ref.abs().max().item()
+        flops = 2.0 * M * N * K
+        rows = []
+
+        def check(name, c):
+            err = (c.double() - ref).abs().max().item() / scale
+            ok = err < 1e-4  # float32 sums of K bf16 products against float64
+            return name, err, ok
+
+        t_cublas = time_cuda_batched(lambda: torch.matmul(a, w), calls=10, repeat=args.repeat)
+        Q = gemm_bf16.algorithm(M, N, K)
+        s = tc.create_schedule(Q)
+        gemm_bf16.schedule(s, Q)
+        mod = tc.build(s)
+        c = torch.full((M, N), float("nan"), device="cuda")
+        mod(a, w, c)
+        torch.cuda.synchronize()
+        rows.append((*check("tcomp today (cp.async, barriers)", c),
+                     time_cuda_batched(lambda: mod(a, w, c), calls=10, repeat=args.repeat)))
+        map_a = torch.from_numpy(tensor_map_2d(a.data_ptr(), "bfloat16", M, K, BM, BK).view("int64")).cuda()
+        map_w = torch.from_numpy(tensor_map_2d(w.data_ptr(), "bfloat16", K, N, BK, 64).view("int64")).cuda()
+        for variant in variants:
+            try:
+                kernel = _kernel(kernel_source(variant, M, N, K, args.stages))
+                driver_kernel = DriverKernel(kernel, _signature(), (grid(variant, M, N, sms), 1, 1),
+                                             (threads(variant), 1, 1),
+                                             [(M * K, 2), (K * N, 2), (M * N, 4), (16, 8), (16, 8)],
+                                             shared_bytes(args.stages))
+                launch = DriverLaunch([driver_kernel], [[slot] for slot in driver_kernel.data_slots], [])
+                pointers = [a.data_ptr(), w.data_ptr(), 0, map_a.data_ptr(), map_w.data_ptr()]
+                c = torch.full((M, N), float("nan"), device="cuda")
+                pointers[2] = c.data_ptr()
+                stream = torch.cuda.current_stream().cuda_stream
+
+                def run():
+                    launch(pointers, stream)
+
+                run()
+                torch.cuda.synchronize()
+                rows.append((*check(variant, c), time_cuda_batched(run, calls=10, repeat=args.repeat)))
+            except Exception as err:  # a probe reports every variant, failed or not
+                print(f"  {variant}: FAILED {type(err).__name__}: {str(err)[:400]}")
+                failures += 1
+        print(f"\n{M} x {N} x {K}: cuBLAS bf16 (torch.matmul) {t_cublas * 1e3:.4f} ms, "
+              f"{flops / t_cublas / 1e12:.0f} TFLOP/s")
+        for name, err, ok, t in rows:
+            print(f"  {name:34s} {t * 1e3:8.4f} ms {flops / t / 1e12:6.0f} TFLOP/s  {t_cublas / t:5.3f}x cuBLAS  "
+                  f"max rel err {err:.1e} {'ok' if ok else 'WRONG'}")
+            failures += not ok
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

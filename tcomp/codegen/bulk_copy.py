@@ -1,0 +1,306 @@
+"""Hopper's tensor memory accelerator (TMA) and shared-memory barriers (mbarrier) for
+generated kernels: the instructions of warp-specialized rings.
+
+A TMA copy (``cp.async.bulk.tensor``) moves a whole box of a tensor from global to shared
+memory in one instruction issued by one thread. The box is described by a *tensor map*
+(128 bytes made on the host by the driver's ``cuTensorMapEncodeTiled``, see
+``tcomp.codegen.tensor_maps``) that the kernel reads from global memory. Elements of a box
+beyond the tensor's edge land as zeros, and with the 128-byte swizzle a box of 64 bf16
+columns lands in the layout that ``wgmma`` reads in its 128-byte swizzle mode
+(``tcomp.target.wgmma_layout.swizzle128``).
+
+The copy completes on an mbarrier (a 64-bit word of shared memory) through a transaction
+count: the thread that issues it first announces the bytes to come
+(``mbarrier_arrive_expect``), and the barrier's phase completes once the expected arrivals
+have arrived and all the bytes have landed. A reader waits for a phase by its parity
+(``mbarrier_wait``): slot s of a ring of S slots is in its n-th use at phase parity
+``(n // S) % 2``. A fresh barrier counts as having completed the phase before its first,
+so a wait for parity 1 returns at once (how a producer finds every slot empty at the start).
+
+Instructions, as kernels call them:
+
+    mbarrier_init(bars, i, count)           bars[i] expects ``count`` arrivals a phase
+    fence_barrier_init()                    makes the inits visible (then a block barrier)
+    tensor_map_acquire(tmap)                before the first copy through ``tmap``
+    mbarrier_arrive_expect(bars, i, nbytes) one arrival, and ``nbytes`` more to land
+    mbarrier_arrive(bars, i)                one arrival
+    mbarrier_wait(bars, i, parity)          spins until that phase completes
+    tma_load_2d(smem, index, tmap, x, y, bars, i)
+        the box at column x, row y (elements) of the 2-D tensor of ``tmap`` into
+        ``smem[index]`` (1024-byte aligned for the swizzle), completing on ``bars[i]``
+    set_max_registers(count, grow)          ``setmaxnreg``: this warpgroup's register budget
+
+Lowering does not emit them yet (``benchmarks/tma_gemm_probe.py`` writes kernels with them
+by hand). The ``sim_`` models below run them in Numba's CUDA simulator: a barrier's state
+lives beside the simulated shared word (keyed by its address), a copy lands at once, in the
+box's swizzled layout with zeros past the tensor's edge, and completes its bytes; a wait
+spins until the phase flips. A simulated tensor map (:func:`sim_tensor_map_2d`) names the
+simulated device array it reads.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.cuda.extending import intrinsic
+
+from .narrow_floats import _asm
+from .warp_mma import _as_u32, _global_address, _shared_address
+
+_I32, _I64 = ir.IntType(32), ir.IntType(64)
+_VOID = ir.VoidType()
+
+
+def _barrier(context, builder, signature, args, at: int = 0):
+    """The shared address of ``bars[i]`` from the intrinsic's arguments ``at``, ``at + 1``."""
+    return _shared_address(context, builder, signature.args[at], args[at], args[at + 1])
+
+
+def _u32(context, builder, signature, args, at: int):
+    return _as_u32(context, builder, args[at], signature.args[at])
+
+
+@intrinsic
+def mbarrier_init(typingctx, bars, index, count):
+    """``mbarrier.init``: ``bars[index]`` (uint64) expects ``count`` arrivals a phase."""
+
+    def codegen(context, builder, signature, args):
+        _asm(builder, _VOID, [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)],
+             "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(bars, index, count), codegen
+
+
+@intrinsic
+def fence_barrier_init(typingctx):
+    """Makes this thread's ``mbarrier_init``s visible to the other threads and to the copy
+    engine (a block barrier must follow before anyone uses them)."""
+
+    def codegen(context, builder, signature, args):
+        _asm(builder, _VOID, [], "fence.mbarrier_init.release.cluster; fence.proxy.async.shared::cta;",
+             "~{memory}", side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(), codegen
+
+
+@intrinsic
+def tensor_map_acquire(typingctx, tmap):
+    """``fence.proxy.tensormap``: the 128-byte tensor map in global memory ``tmap`` is
+    read by the copy engine only after the host's writes of it."""
+
+    def codegen(context, builder, signature, args):
+        address = _global_address(context, builder, signature.args[0], args[0], ir.Constant(_I64, 0))
+        _asm(builder, _VOID, [address], "fence.proxy.tensormap::generic.acquire.gpu [$0], 128;", "l,~{memory}",
+             side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(tmap), codegen
+
+
+@intrinsic
+def mbarrier_arrive_expect(typingctx, bars, index, nbytes):
+    """One arrival on ``bars[index]`` that also raises the bytes its phase waits for."""
+
+    def codegen(context, builder, signature, args):
+        _asm(builder, _VOID, [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)],
+             "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(bars, index, nbytes), codegen
+
+
+@intrinsic
+def mbarrier_arrive(typingctx, bars, index):
+    """One arrival on ``bars[index]``."""
+
+    def codegen(context, builder, signature, args):
+        _asm(builder, _VOID, [_barrier(context, builder, signature, args)],
+             "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(bars, index), codegen
+
+
+@intrinsic
+def mbarrier_wait(typingctx, bars, index, parity):
+    """Spins (in PTX: its labels are local to the braces) until the phase of ``bars[index]``
+    of parity ``parity`` has completed."""
+
+    def codegen(context, builder, signature, args):
+        _asm(builder, _VOID, [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)],
+             "{ .reg .pred done; WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
+             "@!done bra WAIT; }", "r,r,~{memory}", side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(bars, index, parity), codegen
+
+
+@intrinsic
+def tma_load_2d(typingctx, smem, index, tmap, x, y, bars, bar_index):
+    """``cp.async.bulk.tensor.2d``: the box of ``tmap`` at column ``x`` and row ``y`` into
+    ``smem[index]``, its bytes completing on ``bars[bar_index]``."""
+
+    def codegen(context, builder, signature, args):
+        sig = signature.args
+        destination = _shared_address(context, builder, sig[0], args[0], args[1])
+        source = _global_address(context, builder, sig[2], args[2], ir.Constant(_I64, 0))
+        barrier = _shared_address(context, builder, sig[5], args[5], args[6])
+        _asm(builder, _VOID, [destination, source, _u32(context, builder, signature, args, 3),
+                              _u32(context, builder, signature, args, 4), barrier],
+             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+             " [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}", side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(smem, index, tmap, x, y, bars, bar_index), codegen
+
+
+_REGISTER_CACHE: dict = {}
+
+
+def set_max_registers(count: int, grow: bool):
+    """The intrinsic ``()`` of ``setmaxnreg.{inc,dec}.sync.aligned.u32 count``: every
+    thread of the warpgroup runs it, and the warpgroup's registers a thread become
+    ``count`` (a multiple of 8 in 24 .. 256)."""
+    if count % 8 or not 24 <= count <= 256:
+        raise ValueError(f"setmaxnreg takes a multiple of 8 in 24..256 registers, not {count}")
+    key = (count, grow)
+    if key not in _REGISTER_CACHE:
+        text = f"setmaxnreg.{'inc' if grow else 'dec'}.sync.aligned.u32 {count};"
+
+        def registers(typingctx):
+            def codegen(context, builder, signature, args):
+                _asm(builder, _VOID, [], text, "~{memory}", side_effect=True)
+                return context.get_dummy_value()
+
+            return types.void(), codegen
+
+        registers.__name__ = f"setmaxnreg_{'inc' if grow else 'dec'}_{count}"
+        _REGISTER_CACHE[key] = intrinsic(registers)
+    return _REGISTER_CACHE[key]
+
+
+# ---------------------------------------------------------------------------- simulator models
+
+_SIM_LOCK = threading.Lock()
+_SIM_BARRIERS: dict = {}  # shared address of a barrier word -> its state
+_SIM_TENSORS: dict = {}   # simulated tensor map id -> (array, rows, cols, box rows, box cols, swizzle)
+_SIM_IDS = itertools.count(1)
+#: seconds a simulated wait may spin before it reports a barrier that never completes
+SIM_WAIT_LIMIT = 120.0
+
+
+class _SimBarrier:
+    """An mbarrier's phase: its parity, the arrivals a phase expects, those still missing,
+    and the bytes still to land."""
+
+    def __init__(self, count: int):
+        self.parity, self.expected, self.missing, self.bytes = 0, count, count, 0
+
+    def settle(self) -> None:
+        if self.missing == 0 and self.bytes == 0:
+            self.parity ^= 1
+            self.missing = self.expected
+
+
+def _sim_key(bars, index) -> int:
+    return np.asarray(bars).__array_interface__["data"][0] + 8 * int(index)
+
+
+def _sim_barrier(bars, index) -> _SimBarrier:
+    try:
+        return _SIM_BARRIERS[_sim_key(bars, index)]
+    except KeyError:
+        raise RuntimeError("an mbarrier was used before mbarrier_init") from None
+
+
+def sim_mbarrier_init(bars, index, count):
+    with _SIM_LOCK:
+        _SIM_BARRIERS[_sim_key(bars, index)] = _SimBarrier(int(count))
+
+
+def sim_fence_barrier_init():
+    return None
+
+
+def sim_tensor_map_acquire(tmap):
+    return None
+
+
+def sim_mbarrier_arrive_expect(bars, index, nbytes):
+    with _SIM_LOCK:
+        barrier = _sim_barrier(bars, index)
+        barrier.bytes += int(nbytes)
+        barrier.missing -= 1
+        barrier.settle()
+
+
+def sim_mbarrier_arrive(bars, index):
+    with _SIM_LOCK:
+        barrier = _sim_barrier(bars, index)
+        if barrier.missing == 0:
+            raise RuntimeError("more arrivals on an mbarrier than its phase expects")
+        barrier.missing -= 1
+        barrier.settle()
+
+
+def sim_mbarrier_wait(bars, index, parity):
+    start = time.monotonic()
+    while True:
+        with _SIM_LOCK:
+            if _sim_barrier(bars, index).parity != int(parity) & 1:
+                return
+        if time.monotonic() - start > SIM_WAIT_LIMIT:
+            raise RuntimeError(f"mbarrier_wait: the phase of parity {int(parity) & 1} never completed "
+                               f"(a ring's protocol is broken: an arrival or a copy is missing)")
+        time.sleep(0)
+
+
+def sim_tensor_map_2d(array, rows: int, cols: int, box_rows: int, box_cols: int, swizzle: int = 128) -> np.ndarray:
+    """The simulator's stand-in for ``tensor_maps.tensor_map_2d``: a 16-element uint64
+    array naming ``array`` (the flat simulated device array a kernel reads) and the box."""
+    key = next(_SIM_IDS)
+    _SIM_TENSORS[key] = (array, int(rows), int(cols), int(box_rows), int(box_cols), int(swizzle))
+    return np.array([key] + [0] * 15, dtype=np.uint64)
+
+
+def _box_bytes(box_rows: int, box_cols: int, item: int, swizzle: int) -> np.ndarray:
+    """Byte offset of every element (r, c) of a box as it lands in shared memory."""
+    r, c = np.arange(box_rows)[:, None], np.arange(box_cols)[None, :]
+    offset = r * box_cols * item + c * item
+    if swizzle == 128:
+        offset = r * 128 + (((c * item) // 16) ^ (r % 8)) * 16 + (c * item) % 16
+    return offset
+
+
+def sim_tma_load_2d(smem, index, tmap, x, y, bars, bar_index):
+    array, rows, cols, box_rows, box_cols, swizzle = _SIM_TENSORS[int(np.asarray(tmap).reshape(-1)[0])]
+    source = np.asarray(array).reshape(rows, cols)
+    box = np.zeros((box_rows, box_cols), dtype=source.dtype)
+    x, y = int(x), int(y)
+    inside = source[y:y + box_rows, x:x + box_cols]
+    box[:inside.shape[0], :inside.shape[1]] = inside
+    item = source.dtype.itemsize
+    target = np.asarray(smem).reshape(-1).view(np.uint8)
+    start = int(index) * np.asarray(smem).dtype.itemsize
+    places = start + _box_bytes(box_rows, box_cols, item, swizzle)
+    target[places[..., None] + np.arange(item)] = box.view(np.uint8).reshape(box_rows, box_cols, item)
+    with _SIM_LOCK:
+        barrier = _sim_barrier(bars, bar_index)
+        barrier.bytes -= box.nbytes
+        if barrier.bytes < 0:
+            raise RuntimeError("a copy landed more bytes than its mbarrier was told to expect")
+        barrier.settle()
+
+
+def sim_set_max_registers(count: int, grow: bool):
+    def registers():
+        return None
+
+    return registers

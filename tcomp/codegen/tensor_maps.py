@@ -1,0 +1,53 @@
+"""Tensor maps for TMA copies (``tcomp.codegen.bulk_copy.tma_load_2d``), made on the host.
+
+A tensor map is 128 bytes that the driver's ``cuTensorMapEncodeTiled`` writes: the
+tensor's address, extents and row pitch, the box one copy moves, and the layout the box
+lands in (here: none, or the 128-byte swizzle that ``wgmma`` reads). Kernels read it from
+global memory, so it travels as a 16-element uint64 array like any other argument.
+
+``cuda.bindings`` wants every count wrapped (``cuuint32_t``, ``cuuint64_t``); extents and
+boxes go innermost first, and the pitches of the outer dimensions only.
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+from ..errors import ArgumentError
+from .driver import checked, driver
+
+#: bytes of one tensor map
+TENSOR_MAP_BYTES = 128
+_DATA_TYPES = {"bfloat16": "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", "float16": "CU_TENSOR_MAP_DATA_TYPE_FLOAT16",
+               "float32": "CU_TENSOR_MAP_DATA_TYPE_FLOAT32"}
+_ITEM_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
+_SWIZZLES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
+
+
+def tensor_map_2d(address: int, dtype: str, rows: int, cols: int, box_rows: int, box_cols: int,
+                  swizzle: int = 128, row_pitch: int | None = None) -> np.ndarray:
+    """The tensor map (16 uint64) of a row-major ``rows`` x ``cols`` tensor of ``dtype`` at
+    device ``address`` whose copies move ``box_rows`` x ``box_cols`` boxes, landing with
+    ``swizzle`` (0 or 128 bytes; with 128 a box row must be at most 128 bytes)."""
+    if dtype not in _DATA_TYPES or swizzle not in _SWIZZLES:
+        raise ArgumentError(f"tensor maps take {sorted(_DATA_TYPES)} with swizzle 0 or 128; got {dtype}, {swizzle}")
+    item = _ITEM_BYTES[dtype]
+    pitch = cols * item if row_pitch is None else row_pitch
+    if pitch % 16 or address % 16:
+        raise ArgumentError(f"a TMA tensor needs a 16-byte aligned address and row pitch; got {address:#x}, {pitch}")
+    if swizzle and box_cols * item > swizzle:
+        raise ArgumentError(f"a box row of {box_cols * item} bytes is wider than the {swizzle}-byte swizzle")
+    if not (1 <= box_rows <= 256 and 1 <= box_cols <= 256):
+        raise ArgumentError(f"a TMA box is at most 256 x 256 elements; got {box_rows} x {box_cols}")
+    d = driver()
+    tensor_map = checked(d.cuTensorMapEncodeTiled(
+        getattr(d.CUtensorMapDataType, _DATA_TYPES[dtype]), d.cuuint32_t(2), address,
+        [d.cuuint64_t(cols), d.cuuint64_t(rows)], [d.cuuint64_t(pitch)],
+        [d.cuuint32_t(box_cols), d.cuuint32_t(box_rows)], [d.cuuint32_t(1), d.cuuint32_t(1)],
+        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, getattr(d.CUtensorMapSwizzle, _SWIZZLES[swizzle]),
+        d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+        d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
+    raw = ctypes.string_at(tensor_map.getPtr(), TENSOR_MAP_BYTES)
+    return np.frombuffer(raw, dtype=np.uint64).copy()
