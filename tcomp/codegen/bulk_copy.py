@@ -32,7 +32,7 @@ Instructions, as kernels call them:
 
 Lowering does not emit them yet (``benchmarks/tma_gemm_probe.py`` writes kernels with them
 by hand). The ``sim_`` models below run them in Numba's CUDA simulator: a barrier's state
-lives beside the simulated shared word (keyed by its address), a copy lands at once, in the
+lives in a table whose key ``mbarrier_init`` writes into the simulated shared word, a copy lands at once, in the
 box's swizzled layout with zeros past the tensor's edge, and completes its bytes; a wait
 spins until the phase flips. A simulated tensor map (:func:`sim_tensor_map_2d`) names the
 simulated device array it reads.
@@ -189,7 +189,7 @@ def set_max_registers(count: int, grow: bool):
 # ---------------------------------------------------------------------------- simulator models
 
 _SIM_LOCK = threading.Lock()
-_SIM_BARRIERS: dict = {}  # shared address of a barrier word -> its state
+_SIM_BARRIERS: dict = {}  # the key a barrier's word holds -> its state
 _SIM_TENSORS: dict = {}   # simulated tensor map id -> (array, rows, cols, box rows, box cols, swizzle)
 _SIM_IDS = itertools.count(1)
 #: seconds a simulated wait may spin before it reports a barrier that never completes
@@ -209,20 +209,18 @@ class _SimBarrier:
             self.missing = self.expected
 
 
-def _sim_key(bars, index) -> int:
-    return np.asarray(bars).__array_interface__["data"][0] + 8 * int(index)
-
-
 def _sim_barrier(bars, index) -> _SimBarrier:
-    try:
-        return _SIM_BARRIERS[_sim_key(bars, index)]
-    except KeyError:
-        raise RuntimeError("an mbarrier was used before mbarrier_init") from None
+    key = int(bars[int(index)])
+    if key not in _SIM_BARRIERS:
+        raise RuntimeError("an mbarrier was used before mbarrier_init")
+    return _SIM_BARRIERS[key]
 
 
 def sim_mbarrier_init(bars, index, count):
     with _SIM_LOCK:
-        _SIM_BARRIERS[_sim_key(bars, index)] = _SimBarrier(int(count))
+        key = next(_SIM_IDS)
+        bars[int(index)] = key
+        _SIM_BARRIERS[key] = _SimBarrier(int(count))
 
 
 def sim_fence_barrier_init():
