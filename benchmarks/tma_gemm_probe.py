@@ -349,7 +349,7 @@ def measure(args, variants) -> int:
     import gemm_bf16
     import tcomp as tc
     from tcomp.codegen.launch import DriverKernel, DriverLaunch
-    from tcomp.codegen.tensor_maps import tensor_map_2d
+    from tcomp.codegen.tensor_maps import TensorMapTable
     from timing import time_cuda_batched
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
@@ -380,8 +380,8 @@ def measure(args, variants) -> int:
         torch.cuda.synchronize()
         rows.append((*check("tcomp today (cp.async, barriers)", c),
                      time_cuda_batched(lambda: mod(a, w, c), calls=10, repeat=args.repeat)))
-        map_a = torch.from_numpy(tensor_map_2d(a.data_ptr(), "bfloat16", M, K, BM, BK).view("int64")).cuda()
-        map_w = torch.from_numpy(tensor_map_2d(w.data_ptr(), "bfloat16", K, N, BK, 64).view("int64")).cuda()
+        tables = TensorMapTable("bfloat16", M, K, BM, BK), TensorMapTable("bfloat16", K, N, BK, 64)
+        map_a, map_w = (table.device_pointer(x.data_ptr()) for table, x in zip(tables, (a, w)))
         for variant in variants:
             try:
                 kernel = _kernel(kernel_source(variant, M, N, K, args.stages))
@@ -390,7 +390,7 @@ def measure(args, variants) -> int:
                                              [(M * K, 2), (K * N, 2), (M * N, 4), (16, 8), (16, 8)],
                                              shared_bytes(args.stages))
                 launch = DriverLaunch([driver_kernel], [[slot] for slot in driver_kernel.data_slots], [])
-                pointers = [a.data_ptr(), w.data_ptr(), 0, map_a.data_ptr(), map_w.data_ptr()]
+                pointers = [a.data_ptr(), w.data_ptr(), 0, map_a, map_w]
                 c = torch.full((M, N), float("nan"), device="cuda")
                 pointers[2] = c.data_ptr()
                 stream = torch.cuda.current_stream().cuda_stream

@@ -51,3 +51,56 @@ def tensor_map_2d(address: int, dtype: str, rows: int, cols: int, box_rows: int,
         d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
     raw = ctypes.string_at(tensor_map.getPtr(), TENSOR_MAP_BYTES)
     return np.frombuffer(raw, dtype=np.uint64).copy()
+
+
+class TensorMapTable:
+    """The device copies of one tensor map spec, one per data pointer it has been made for.
+
+    A kernel that copies boxes of a tensor by TMA takes the tensor's map as an argument,
+    and the map holds the tensor's address: each call needs the map of the pointer it is
+    given. A table makes a map the first time it sees a pointer (the driver's encoding and
+    a device allocation) and returns the same device map on every later call, so that a
+    call on the same tensors as before costs a dictionary lookup. Outside a graph capture
+    the map is copied to the device at once; inside one, the copy is an asynchronous copy
+    on the capture's stream from pinned host memory kept alive with the map (so that every
+    replay writes it before its kernel), and a later call outside the capture copies it
+    again before using it. Maps are never freed: a captured graph may replay one at any
+    time (128 bytes per pointer seen).
+    """
+
+    def __init__(self, dtype: str, rows: int, cols: int, box_rows: int, box_cols: int, swizzle: int = 128):
+        self.spec = (dtype, rows, cols, box_rows, box_cols, swizzle)
+        self._maps: dict = {}  # data pointer -> [device map, pinned host map, written outside a capture]
+
+    def device_pointer(self, pointer: int, stream=None) -> int:
+        """The device address of the map of the tensor at ``pointer``; ``stream``: the
+        stream being captured, or None outside a capture."""
+        entry = self._maps.get(pointer)
+        if entry is None:
+            entry = self._maps[pointer] = self._make(pointer)
+        device, host, written = entry
+        d = driver()
+        address = device.device_ctypes_pointer.value
+        if stream is not None:
+            checked(d.cuMemcpyHtoDAsync(address, host.ctypes.data, TENSOR_MAP_BYTES, stream),
+                    "copying a tensor map to the device in a graph capture")
+        elif not written:
+            checked(d.cuMemcpyHtoD(address, host.ctypes.data, TENSOR_MAP_BYTES), "copying a tensor map to the device")
+            entry[2] = True
+        return address
+
+    def _make(self, pointer: int) -> list:
+        from numba import cuda
+
+        dtype, rows, cols, box_rows, box_cols, swizzle = self.spec
+        host = cuda.pinned_array(16, dtype=np.uint64)
+        host[:] = tensor_map_2d(pointer, dtype, rows, cols, box_rows, box_cols, swizzle)
+        d = driver()
+        relaxed = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
+        # NOTE: allocating is refused on a thread that is capturing a graph, unless relaxed
+        previous = checked(d.cuThreadExchangeStreamCaptureMode(relaxed), "cuThreadExchangeStreamCaptureMode")
+        try:
+            device = cuda.device_array(16, dtype=np.uint64)
+        finally:
+            checked(d.cuThreadExchangeStreamCaptureMode(previous), "cuThreadExchangeStreamCaptureMode")
+        return [device, host, False]
