@@ -99,25 +99,8 @@ _CONSUME = '''
                 _mbarrier_arrive(bars, S + (it - _1) % S)
 '''
 
-# the FFN's epilogue instead (examples/ffn_bf16.py): C rounded to bf16, SiLU, rounded to
-# bf16, quantized to int8 with the fixed scale, two int8 a store
-_EPILOGUE_FFN = '''
-        _wait0(acc)
-        if t % _32 == _0:
-            _mbarrier_arrive(bars, S + (it - _1) % S)
-        row = tm * BM + c * _64 + _16 * (t // _32) + (t % _32) // _4
-        col = tn * BN + _2 * (t % _4)
-        for q in range(32):
-            for h in range(2):
-                r = row + _8 * uint32(h)
-                if r < M:
-                    _store2(C, r * N + col + _8 * uint32(q), (
-                        _round_clamp_int8(_round_bfloat16(_silu(_round_bfloat16(acc[4 * q + 2 * h]))) * float32({INVERSE_SCALE}),
-                                          float32(-128.0), float32(127.0)),
-                        _round_clamp_int8(_round_bfloat16(_silu(_round_bfloat16(acc[4 * q + 2 * h + 1]))) * float32({INVERSE_SCALE}),
-                                          float32(-128.0), float32(127.0))))
-'''
-
+# the end of a tile: the last slot released, then every thread's accumulators stored
+# ({STORE}: as float32, or the FFN's epilogue)
 _EPILOGUE = '''
         _wait0(acc)
         if t % _32 == _0:
@@ -128,7 +111,15 @@ _EPILOGUE = '''
             for h in range(2):
                 r = row + _8 * uint32(h)
                 if r < M:
-                    _store2(C, r * N + col + _8 * uint32(q), (acc[4 * q + 2 * h], acc[4 * q + 2 * h + 1]))
+                    _store2(C, r * N + col + _8 * uint32(q), ({STORE}(acc[4 * q + 2 * h]), {STORE}(acc[4 * q + 2 * h + 1])))
+'''
+
+_STORE_FFN = '''
+@cuda.jit(device=True{inline})
+def _ffn(x):
+    # examples/ffn_bf16.py's epilogue: C rounded to bf16, SiLU, rounded to bf16, int8
+    return _round_clamp_int8(_round_bfloat16(_silu(_round_bfloat16(x))) * float32({inverse_scale}),
+                             float32(-128.0), float32(127.0))
 '''
 
 _LOAD = '''
@@ -140,8 +131,9 @@ _LOAD = '''
                                       ks * BK, bars, s)
 '''
 
-_SPECIALIZED = '''
-@cuda.jit{JIT}
+# every kernel's start: the ring's "full" barriers (one arrival: the producer's, and the
+# copies' bytes) and "empty" ones (one arrival by each of the 8 consumer warps)
+_SETUP = '''@cuda.jit{JIT}
 def gemm(A, W, C, map_a, map_w):
     smem = cuda.shared.array({SMEM}, uint16)
     base = _shift(smem, _1024)
@@ -153,7 +145,10 @@ def gemm(A, W, C, map_a, map_w):
             _mbarrier_init(bars, {S} + s, 8)
         _fence_barrier_init()
     cuda.syncthreads()
-    wg = tid // _128
+'''
+
+_SPECIALIZED = '''
+{SETUP}    wg = tid // _128
     it = _0
     if wg == _0:
         {FEWER}
@@ -186,23 +181,11 @@ UNROLL_LOOPS = {{"gemm": (False, False, False, True, False, True, False, True, T
 '''
 
 _UNSPECIALIZED = '''
-@cuda.jit{JIT}
-def gemm(A, W, C, map_a, map_w):
-    smem = cuda.shared.array({SMEM}, uint16)
-    base = _shift(smem, _1024)
-    bars = cuda.shared.array(2 * {S}, uint64)
-    tid = uint32(cuda.threadIdx.x)
-    tile = uint32(cuda.blockIdx.x)
+{SETUP}    tile = uint32(cuda.blockIdx.x)
     tm, tn = tile % TILES_M, tile // TILES_M
     if tid == _0:
-        for s in range({S}):
-            _mbarrier_init(bars, s, 1)
-            _mbarrier_init(bars, {S} + s, 8)
-        _fence_barrier_init()
         _tensor_map_acquire(map_a)
         _tensor_map_acquire(map_w)
-    cuda.syncthreads()
-    if tid == _0:
         for kk in range(min({S}, {KSTEPS})):
             s = uint32(kk)
             ks = uint32(kk)
@@ -248,9 +231,13 @@ def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: 
     prelude += [fn.helper.format(inline="" if simulator else ', inline="always"')
                 for fn in SCALAR_FUNCTIONS.values() if fn.helper]
     header = "\n".join(prelude) + _HEADER.format(p=prefix, **values)
-    epilogue = _EPILOGUE_FFN.replace("{INVERSE_SCALE}", repr(1.0 / FFN_SCALE)) if ffn else _EPILOGUE
+    inline = "" if simulator else ', inline="always"'
+    if ffn:
+        header += _STORE_FFN.format(inline=inline, inverse_scale=repr(1.0 / FFN_SCALE))
+    epilogue = _EPILOGUE.replace("{STORE}", "_ffn" if ffn else "")
     launch = dict(JIT="" if simulator else f"(launch_bounds=({threads(variant)}, 1))",
-                  SMEM=shared_bytes(stages) // 2 if simulator else 0)
+                  SMEM=shared_bytes(stages) // 2 if simulator else 0, S=stages)
+    launch = dict(SETUP=_SETUP.format(**launch))
     if variant == "tma":
         body = _UNSPECIALIZED.format(**launch, S=stages, KSTEPS=K // BK, LOAD=_indent(_LOAD, 12), CONSUME=_indent(_CONSUME, 8),
                                      EPILOGUE=_indent(epilogue, 4))

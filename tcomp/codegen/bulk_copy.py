@@ -65,16 +65,28 @@ def _u32(context, builder, signature, args, at: int):
     return _as_u32(context, builder, args[at], signature.args[at])
 
 
-@intrinsic
-def mbarrier_init(typingctx, bars, index, count):
-    """``mbarrier.init``: ``bars[index]`` (uint64) expects ``count`` arrivals a phase."""
+def _barrier_instruction(name: str, text: str, doc: str):
+    """The intrinsic ``(bars, index, value)`` of the one-instruction asm ``text`` on the
+    shared address of ``bars[index]`` ($0) and a 32-bit ``value`` ($1)."""
 
-    def codegen(context, builder, signature, args):
-        _asm(builder, _VOID, [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)],
-             "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", side_effect=True)
-        return context.get_dummy_value()
+    def instruction(typingctx, bars, index, value):
+        def codegen(context, builder, signature, args):
+            _asm(builder, _VOID, [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)],
+                 text, "r,r,~{memory}", side_effect=True)
+            return context.get_dummy_value()
 
-    return types.void(bars, index, count), codegen
+        return types.void(bars, index, value), codegen
+
+    instruction.__name__, instruction.__doc__ = name, doc
+    return intrinsic(instruction)
+
+
+mbarrier_init = _barrier_instruction(
+    "mbarrier_init", "mbarrier.init.shared::cta.b64 [$0], $1;",
+    "``mbarrier.init``: ``bars[index]`` (uint64) expects ``count`` arrivals a phase.")
+mbarrier_arrive_expect = _barrier_instruction(
+    "mbarrier_arrive_expect", "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
+    "One arrival on ``bars[index]`` that also raises the bytes its phase waits for by ``nbytes``.")
 
 
 @intrinsic
@@ -102,18 +114,6 @@ def tensor_map_acquire(typingctx, tmap):
         return context.get_dummy_value()
 
     return types.void(tmap), codegen
-
-
-@intrinsic
-def mbarrier_arrive_expect(typingctx, bars, index, nbytes):
-    """One arrival on ``bars[index]`` that also raises the bytes its phase waits for."""
-
-    def codegen(context, builder, signature, args):
-        _asm(builder, _VOID, [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)],
-             "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", side_effect=True)
-        return context.get_dummy_value()
-
-    return types.void(bars, index, nbytes), codegen
 
 
 @intrinsic
