@@ -48,7 +48,7 @@ FFN_SCALE = 0.05  # examples/ffn_bf16.SCALE
 _HEADER = '''
 import tcomp.codegen.bulk_copy as _bulk_module
 import tcomp.codegen.warpgroup_mma as _warpgroup
-from tcomp.codegen.vector_access import {p}store2 as _store2
+from tcomp.codegen.vector_access import {p}store2 as _store2, {p}store4 as _store4
 
 
 _mbarrier_init = _bulk_module.{p}mbarrier_init
@@ -78,8 +78,18 @@ STAGE_ELEMS = uint32({STAGE_ELEMS})
 A_ELEMS = uint32({A_ELEMS})
 STAGE_BYTES = uint32({STAGE_BYTES})
 _0, _1, _2, _4, _8, _16, _32, _64, _128 = (uint32(v) for v in (0, 1, 2, 4, 8, 16, 32, 64, 128))
-_256, _1024, _8192 = uint32(256), uint32(1024), uint32(8192)
+_255, _256, _1024, _8192 = uint32(255), uint32(256), uint32(1024), uint32(8192)
 BM, BN, BK = uint32({BM}), uint32({BN}), uint32({BK})
+GROUP_TILES = uint32({GROUP} * {TILES_N})
+
+
+@cuda.jit(device=True{inline})
+def _place(tile):
+    # output tile number -> (tile row, tile column): groups of GROUP tile rows, in each the
+    # rows of a tile column first, then the next column
+    first = (tile // GROUP_TILES) * uint32({GROUP})
+    rows = min(TILES_M - first, uint32({GROUP}))
+    return first + (tile % GROUP_TILES) % rows, (tile % GROUP_TILES) // rows
 '''
 
 # the consumer's part, shared by every variant: one k step of one warpgroup (c: which
@@ -112,6 +122,57 @@ _EPILOGUE = '''
                 r = row + _8 * uint32(h)
                 if r < M:
                     _store2(C, r * N + col + _8 * uint32(q), ({STORE}(acc[4 * q + 2 * h]), {STORE}(acc[4 * q + 2 * h + 1])))
+'''
+
+# the k loop alone: the accumulators summed, stored only if the sum is NaN (never, for
+# finite inputs), so that nothing is optimized away and C stays unwritten
+_NO_STORE = '''
+        _wait0(acc)
+        if t % _32 == _0:
+            _mbarrier_arrive(bars, S + (it - _1) % S)
+        total = float32(0.0)
+        for q in range(128):
+            total += acc[q]
+        if total != total:
+            C[t] = total
+'''
+
+# the FFN's int8 values in 16-byte stores: a thread's two values of a row and an 8-column
+# group make 2 bytes; two shuffles gather the quad's 8 bytes in its first lane, which
+# stores two groups (16 columns) at once (C is the int8 output seen as uint32 words)
+_EPILOGUE_FFN = '''
+        _wait0(acc)
+        if t % _32 == _0:
+            _mbarrier_arrive(bars, S + (it - _1) % S)
+        row = tm * BM + c * _64 + _16 * (t // _32) + (t % _32) // _4
+        for qq in range(16):
+            for h in range(2):
+                r = row + _8 * uint32(h)
+                words = cuda.local.array(4, uint32)
+                for half in range(2):
+                    q = 2 * qq + half
+                    x = ((uint32(int32(_ffn(acc[4 * q + 2 * h]))) & _255)
+                         | ((uint32(int32(_ffn(acc[4 * q + 2 * h + 1]))) & _255) << _8))
+                    w = x | (uint32(_shfl_down(x, 1)) << _16)
+                    words[2 * half] = w
+                    words[2 * half + 1] = uint32(_shfl_down(w, 2))
+                if t % _4 == _0 and r < M:
+                    _store4(C, (r * N + tn * BN + _16 * uint32(qq)) // _4, (words[0], words[1], words[2], words[3]))
+'''
+
+_SHUFFLE_GPU = '''
+@cuda.jit(device=True, inline="always")
+def _shfl_down(x, n):
+    return uint32(cuda.shfl_down_sync(0xFFFFFFFF, int32(x), n))
+'''
+
+_SHUFFLE_SIM = '''
+from tcomp.codegen.warp_mma import _exchange
+
+
+def _shfl_down(x, n):
+    lane, everyone = _exchange("shfl_down", x)
+    return everyone[lane + n] if lane + n < 32 else x
 '''
 
 _STORE_FFN = '''
@@ -156,7 +217,7 @@ _SPECIALIZED = '''
             _tensor_map_acquire(map_a)
             _tensor_map_acquire(map_w)
             for tile in range(uint32(cuda.blockIdx.x), TILES, uint32(cuda.gridDim.x)):
-                tm, tn = tile % TILES_M, tile // TILES_M
+                tm, tn = _place(tile)
                 for kk in range(KSTEPS):
                     s = it % S
                     _mbarrier_wait(bars, S + s, ((it // S) & _1) ^ _1)
@@ -169,7 +230,7 @@ _SPECIALIZED = '''
         c = wg - _1
         t = tid % _128
         for tile in range(uint32(cuda.blockIdx.x), TILES, uint32(cuda.gridDim.x)):
-            tm, tn = tile % TILES_M, tile // TILES_M
+            tm, tn = _place(tile)
             for i in range(128):
                 acc[i] = float32(0.0)
             for kk in range(KSTEPS):
@@ -177,12 +238,12 @@ _SPECIALIZED = '''
                 it += _1
 {EPILOGUE}
 
-UNROLL_LOOPS = {{"gemm": (False, False, False, True, False, True, False, True, True, True)}}
+UNROLL_LOOPS = {{"gemm": (False, False, False, True, False, True, False, True, {EPILOGUE_LOOPS})}}
 '''
 
 _UNSPECIALIZED = '''
 {SETUP}    tile = uint32(cuda.blockIdx.x)
-    tm, tn = tile % TILES_M, tile // TILES_M
+    tm, tn = _place(tile)
     if tid == _0:
         _tensor_map_acquire(map_a)
         _tensor_map_acquire(map_w)
@@ -206,7 +267,7 @@ _UNSPECIALIZED = '''
         it += _1
 {EPILOGUE}
 
-UNROLL_LOOPS = {{"gemm": (False, False, True, True, False, True, True, True, True)}}
+UNROLL_LOOPS = {{"gemm": (False, False, True, True, False, True, True, {EPILOGUE_LOOPS})}}
 '''
 
 
@@ -216,7 +277,7 @@ def _indent(text: str, spaces: int) -> str:
 
 
 def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: bool = False,
-                  ffn: bool = False) -> str:
+                  ffn: bool = False, group: int = 0, store: bool = True) -> str:
     """The generated module of one variant for an M x N x K product (for Numba's CUDA
     simulator: the instructions' models, a static shared array); ``ffn``: the FFN's
     epilogue (SiLU, int8) instead of the float32 store."""
@@ -224,20 +285,21 @@ def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: 
     from tcomp.ir.functions import SCALAR_FUNCTIONS
 
     tiles_m = -(-M // BM)
-    values = dict(M=M, N=N, S=stages, KSTEPS=K // BK, TILES_M=tiles_m, TILES=tiles_m * (N // BN),
+    inline = "" if simulator else ', inline="always"'
+    values = dict(M=M, N=N, S=stages, KSTEPS=K // BK, TILES_M=tiles_m, TILES=tiles_m * (N // BN), TILES_N=N // BN,
+                  GROUP=group or tiles_m, inline=inline,
                   STAGE_ELEMS=A_ELEMS + B_ELEMS, A_ELEMS=A_ELEMS, STAGE_BYTES=STAGE_BYTES, BM=BM, BN=BN, BK=BK)
     prefix = "sim_" if simulator else ""
     prelude = [PRELUDE_SIM if simulator else PRELUDE_GPU, NARROW_IMPORTS.format(p=prefix)]
-    prelude += [fn.helper.format(inline="" if simulator else ', inline="always"')
-                for fn in SCALAR_FUNCTIONS.values() if fn.helper]
+    prelude += [fn.helper.format(inline=inline) for fn in SCALAR_FUNCTIONS.values() if fn.helper]
     header = "\n".join(prelude) + _HEADER.format(p=prefix, **values)
-    inline = "" if simulator else ', inline="always"'
     if ffn:
         header += _STORE_FFN.format(inline=inline, inverse_scale=repr(1.0 / FFN_SCALE))
-    epilogue = _EPILOGUE.replace("{STORE}", "_ffn" if ffn else "")
+        header += _SHUFFLE_SIM if simulator else _SHUFFLE_GPU
+    epilogue = (_EPILOGUE_FFN if ffn else _EPILOGUE.replace("{STORE}", "")) if store else _NO_STORE
     launch = dict(JIT="" if simulator else f"(launch_bounds=({threads(variant)}, 1))",
                   SMEM=shared_bytes(stages) // 2 if simulator else 0, S=stages)
-    launch = dict(SETUP=_SETUP.format(**launch))
+    launch = dict(SETUP=_SETUP.format(**launch), EPILOGUE_LOOPS=("True, True, True" if ffn else "True, True") if store else "True")
     if variant == "tma":
         body = _UNSPECIALIZED.format(**launch, S=stages, KSTEPS=K // BK, LOAD=_indent(_LOAD, 12), CONSUME=_indent(_CONSUME, 8),
                                      EPILOGUE=_indent(epilogue, 4))
@@ -272,7 +334,7 @@ def _signature(ffn: bool = False):
     from numba import types
 
     u16 = types.Array(types.uint16, 1, "C")
-    return (u16, u16, types.Array(types.int8 if ffn else types.float32, 1, "C"), types.Array(types.uint64, 1, "C"),
+    return (u16, u16, types.Array(types.uint32 if ffn else types.float32, 1, "C"), types.Array(types.uint64, 1, "C"),
             types.Array(types.uint64, 1, "C"))
 
 
@@ -306,17 +368,17 @@ def ptx_only(variants, stages: int, ffn: bool = False) -> int:
     return 0
 
 
-def simulate(variants, ffn: bool = False) -> int:
-    """Run each variant in the simulator on a 200 x 256 x 192 product (two row tiles, the
-    second past M's edge; three k steps through two slots; the persistent kernel on one
-    block) and compare with numpy."""
+def simulate(variants, ffn: bool = False, group: int = 0) -> int:
+    """Run each variant in the simulator on a 200 x 512 x 192 product (two row tiles, the
+    second past M's edge, and two columns; three k steps through two slots; the persistent
+    kernel on one block) and compare with numpy."""
     import ml_dtypes
     import numpy as np
     from numba import cuda
 
     from tcomp.codegen.bulk_copy import sim_tensor_map_2d
 
-    M, N, K, stages = 200, 256, 192, 2
+    M, N, K, stages = 200, 512, 192, 2
     rng = np.random.default_rng(33)
     a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
     w = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
@@ -330,11 +392,12 @@ def simulate(variants, ffn: bool = False) -> int:
         silu = (silu / (1 + np.exp(-silu))).astype(ml_dtypes.bfloat16).astype(np.float64)
         ref = np.clip(np.rint(silu / FFN_SCALE), -128, 127)
     for variant in variants:
-        kernel = _kernel(kernel_source(variant, M, N, K, stages, simulator=True, ffn=ffn))
-        c = np.full(M * N, -99, dtype=np.int8) if ffn else np.full(M * N, np.nan, dtype=np.float32)
+        kernel = _kernel(kernel_source(variant, M, N, K, stages, simulator=True, ffn=ffn, group=group))
+        c = np.full(M * N, -99, dtype=np.int8).view(np.uint32) if ffn else np.full(M * N, np.nan, dtype=np.float32)
         d_c = cuda.to_device(c)
         kernel[grid(variant, M, N, 1), threads(variant)](a_bits, w_bits, d_c, map_a, map_w)
-        diff = np.abs(d_c.copy_to_host().reshape(M, N).astype(np.float64) - ref)
+        got = d_c.copy_to_host().view(np.int8) if ffn else d_c.copy_to_host()
+        diff = np.abs(got.reshape(M, N).astype(np.float64) - ref)
         err = diff.max() if ffn else diff.max() / np.abs(ref).max()
         ok = err <= 1 and (diff > 0).mean() < 1e-2 if ffn else err < 1e-5
         failures += not ok
@@ -349,6 +412,9 @@ def main(argv=None) -> int:
                         help="M,N,K;M,N,K;... (N a multiple of 256, K of 64)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
     parser.add_argument("--stages", type=int, default=4)
+    parser.add_argument("--group", type=int, default=0,
+                        help="tile rows per group of the launch order (0: a whole column of tiles first)")
+    parser.add_argument("--no-store", action="store_true", help="the k loop alone: C is not written (not checked)")
     parser.add_argument("--ffn", action="store_true", help="the FFN's epilogue (bf16, SiLU, int8) instead of fp32 C")
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--ptx-only", action="store_true", help="compile and assemble here; no GPU needed")
@@ -360,7 +426,7 @@ def main(argv=None) -> int:
         parser.error(f"unknown variants {sorted(unknown)}; choose from {', '.join(VARIANTS)}")
     if args.simulate:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"  # NOTE: before numba is first imported
-        return simulate(variants, args.ffn)
+        return simulate(variants, args.ffn, args.group)
     if args.ptx_only:
         return ptx_only(variants, args.stages, args.ffn)
     return measure(args, variants)
@@ -420,10 +486,11 @@ def measure(args, variants) -> int:
         map_a, map_w = (table.device_pointer(x.data_ptr()) for table, x in zip(tables, (a, w)))
         for variant in variants:
             try:
-                kernel = _kernel(kernel_source(variant, M, N, K, args.stages, ffn=args.ffn))
+                kernel = _kernel(kernel_source(variant, M, N, K, args.stages, ffn=args.ffn, group=args.group,
+                                               store=not args.no_store))
                 driver_kernel = DriverKernel(kernel, _signature(args.ffn), (grid(variant, M, N, sms), 1, 1),
                                              (threads(variant), 1, 1),
-                                             [(M * K, 2), (K * N, 2), (M * N, 1 if args.ffn else 4), (16, 8),
+                                             [(M * K, 2), (K * N, 2), (M * N // 4 if args.ffn else M * N, 4), (16, 8),
                                               (16, 8)], shared_bytes(args.stages))
                 launch = DriverLaunch([driver_kernel], [[slot] for slot in driver_kernel.data_slots], [])
                 c = output()
@@ -435,7 +502,8 @@ def measure(args, variants) -> int:
 
                 run()
                 torch.cuda.synchronize()
-                rows.append((*check(variant, c), time_cuda_batched(run, calls=10, repeat=args.repeat)))
+                verdict = (variant + " (no store)", float("nan"), True) if args.no_store else check(variant, c)
+                rows.append((*verdict, time_cuda_batched(run, calls=10, repeat=args.repeat)))
             except Exception as err:  # a probe reports every variant, failed or not
                 print(f"  {variant}: FAILED {type(err).__name__}: {str(err)[:400]}")
                 failures += 1
