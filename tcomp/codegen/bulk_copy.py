@@ -32,9 +32,9 @@ Instructions, as kernels call them:
 
 Lowering does not emit them yet (``benchmarks/tma_gemm_probe.py`` writes kernels with them
 by hand). The ``sim_`` models below run them in Numba's CUDA simulator: a barrier's state
-lives in a table whose key ``mbarrier_init`` writes into the simulated shared word, a copy lands at once, in the
-box's swizzled layout with zeros past the tensor's edge, and completes its bytes; a wait
-spins until the phase flips. A simulated tensor map (:func:`sim_tensor_map_2d`) names the
+lives in a table whose key ``mbarrier_init`` writes into the simulated shared word; a copy
+lands at once, in the box's swizzled layout with zeros past the tensor's edge, and
+completes its bytes; a wait spins until the phase flips. A simulated tensor map (:func:`sim_tensor_map_2d`) names the
 simulated device array it reads.
 """
 
@@ -87,6 +87,11 @@ mbarrier_init = _barrier_instruction(
 mbarrier_arrive_expect = _barrier_instruction(
     "mbarrier_arrive_expect", "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;",
     "One arrival on ``bars[index]`` that also raises the bytes its phase waits for by ``nbytes``.")
+mbarrier_wait = _barrier_instruction(
+    "mbarrier_wait", "{ .reg .pred done; WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
+    "@!done bra WAIT; }",
+    "Spins (in PTX: its label is local to the braces) until the phase of ``bars[index]`` of parity "
+    "``parity`` has completed.")
 
 
 @intrinsic
@@ -126,20 +131,6 @@ def mbarrier_arrive(typingctx, bars, index):
         return context.get_dummy_value()
 
     return types.void(bars, index), codegen
-
-
-@intrinsic
-def mbarrier_wait(typingctx, bars, index, parity):
-    """Spins (in PTX: its labels are local to the braces) until the phase of ``bars[index]``
-    of parity ``parity`` has completed."""
-
-    def codegen(context, builder, signature, args):
-        _asm(builder, _VOID, [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)],
-             "{ .reg .pred done; WAIT: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
-             "@!done bra WAIT; }", "r,r,~{memory}", side_effect=True)
-        return context.get_dummy_value()
-
-    return types.void(bars, index, parity), codegen
 
 
 @intrinsic
