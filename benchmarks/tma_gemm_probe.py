@@ -12,16 +12,19 @@ instructions that read the slot have retired). Variants:
     ws           384 threads: warpgroup 0 produces (one thread issues every copy, its
                  registers cut to 40 by setmaxnreg), warpgroups 1-2 consume (232)
     ws-noreg     the same without setmaxnreg
-    ws-persist   ws with one block an SM, each looping over output tiles (column of
-                 tiles first), the producer filling the next tile's slots during the
-                 consumers' epilogue
+    ws-persist   ws with one block an SM, each looping over output tiles, the producer
+                 filling the next tile's slots during the consumers' epilogue
 
 against cuBLAS (torch.matmul, bf16 out) and tcomp's kernel today (the example's
 schedule: every thread issues cp.async copies, block-wide barriers each k step), in one
-run, on fresh random inputs, each output poisoned with NaN and compared with a float64
-product.
+run, on fresh random inputs, each output poisoned and compared with a float64 product.
+Tiles are launched a column of tiles first, or in groups of ``--group`` tile rows.
+``--ffn`` runs the FFN's epilogue instead (examples/ffn_bf16.py: bf16, SiLU, bf16, int8,
+gathered by shuffles into 16-byte stores) against that example's kernel;
+``--no-store`` the k loop alone (C unwritten, unchecked).
 
     python benchmarks/tma_gemm_probe.py [--shapes 4096,4096,4096;8192,8192,8192] [--variants ws,ws-persist]
+    python benchmarks/tma_gemm_probe.py --ffn --shapes "1024,12288,4096;7239,12288,4096"
     python benchmarks/tma_gemm_probe.py --ptx-only    # compile and ptxas -v here, no GPU
     python benchmarks/tma_gemm_probe.py --simulate    # each variant in Numba's CUDA simulator
 """
