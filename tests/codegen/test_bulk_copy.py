@@ -92,10 +92,11 @@ def test_bad_tensor_maps_and_register_counts_are_refused_before_the_driver():
         bulk_copy.set_max_registers(100, True)
 
 
-@pytest.mark.parametrize("variant", ["ws-persist"])
-def test_the_warp_specialized_probe_matches_float64_in_the_simulator(variant, capsys):
-    """Two row tiles (the second past M's edge), three k steps through two slots, the
-    persistent kernel's tiles on one block: every phase of both barriers of both slots."""
+@pytest.mark.parametrize("variant", ["tma", "ws-persist"])
+def test_the_probe_kernels_match_float64_in_the_simulator(variant, capsys):
+    """Two row tiles (the second past M's edge) and two columns, three k steps through two
+    slots, the persistent kernel's four tiles on one block: every phase of both barriers of
+    both slots, with and without a producer warpgroup."""
     assert tma_gemm_probe.simulate([variant]) == 0, capsys.readouterr().out
 
 
