@@ -124,7 +124,8 @@ _EPILOGUE = '''
             for h in range(2):
                 r = row + _8 * uint32(h)
                 if r < M:
-                    _store2(C, r * N + col + _8 * uint32(q), ({STORE}(acc[4 * q + 2 * h]), {STORE}(acc[4 * q + 2 * h + 1])))
+                    _store2(C, r * N + col + _8 * uint32(q),
+                            ({STORE}(acc[4 * q + 2 * h]), {STORE}(acc[4 * q + 2 * h + 1])))
 '''
 
 # the k loop alone: the accumulators summed, stored only if the sum is NaN (never, for
@@ -289,9 +290,9 @@ def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: 
 
     tiles_m = -(-M // BM)
     inline = "" if simulator else ', inline="always"'
-    values = dict(M=M, N=N, S=stages, KSTEPS=K // BK, TILES_M=tiles_m, TILES=tiles_m * (N // BN), TILES_N=N // BN,
-                  GROUP=group or tiles_m, inline=inline,
-                  STAGE_ELEMS=A_ELEMS + B_ELEMS, A_ELEMS=A_ELEMS, STAGE_BYTES=STAGE_BYTES, BM=BM, BN=BN, BK=BK)
+    values = dict(M=M, N=N, S=stages, KSTEPS=K // BK, TILES_M=tiles_m, TILES=tiles_m * (N // BN),
+                  TILES_N=N // BN, GROUP=group or tiles_m, inline=inline, STAGE_ELEMS=A_ELEMS + B_ELEMS,
+                  A_ELEMS=A_ELEMS, STAGE_BYTES=STAGE_BYTES, BM=BM, BN=BN, BK=BK)
     prefix = "sim_" if simulator else ""
     prelude = [PRELUDE_SIM if simulator else PRELUDE_GPU, NARROW_IMPORTS.format(p=prefix)]
     prelude += [fn.helper.format(inline=inline) for fn in SCALAR_FUNCTIONS.values() if fn.helper]
@@ -300,17 +301,17 @@ def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: 
         header += _STORE_FFN.format(inline=inline, inverse_scale=repr(1.0 / FFN_SCALE))
         header += _SHUFFLE_SIM if simulator else _SHUFFLE_GPU
     epilogue = (_EPILOGUE_FFN if ffn else _EPILOGUE.replace("{STORE}", "")) if store else _NO_STORE
-    launch = dict(JIT="" if simulator else f"(launch_bounds=({threads(variant)}, 1))",
-                  SMEM=shared_bytes(stages) // 2 if simulator else 0, S=stages)
-    launch = dict(SETUP=_SETUP.format(**launch), EPILOGUE_LOOPS=("True, True, True" if ffn else "True, True") if store else "True")
+    epilogue_loops = ("True, True, True" if ffn else "True, True") if store else "True"
+    setup = _SETUP.format(JIT="" if simulator else f"(launch_bounds=({threads(variant)}, 1))",
+                          SMEM=shared_bytes(stages) // 2 if simulator else 0, S=stages)
+    parts = dict(SETUP=setup, EPILOGUE_LOOPS=epilogue_loops, S=stages)
     if variant == "tma":
-        body = _UNSPECIALIZED.format(**launch, S=stages, KSTEPS=K // BK, LOAD=_indent(_LOAD, 12), CONSUME=_indent(_CONSUME, 8),
-                                     EPILOGUE=_indent(epilogue, 4))
-        return header + body
+        return header + _UNSPECIALIZED.format(**parts, KSTEPS=K // BK, LOAD=_indent(_LOAD, 12),
+                                              CONSUME=_indent(_CONSUME, 8), EPILOGUE=_indent(epilogue, 4))
     regs = variant != "ws-noreg"
-    body = _SPECIALIZED.format(**launch, S=stages, FEWER="_fewer()" if regs else "pass", MORE="_more()" if regs else "pass",
-                               LOAD=_indent(_LOAD, 20), CONSUME=_indent(_CONSUME, 16), EPILOGUE=_indent(epilogue, 12))
-    return header + body
+    return header + _SPECIALIZED.format(**parts, FEWER="_fewer()" if regs else "pass",
+                                        MORE="_more()" if regs else "pass", LOAD=_indent(_LOAD, 20),
+                                        CONSUME=_indent(_CONSUME, 16), EPILOGUE=_indent(epilogue, 12))
 
 
 def threads(variant: str) -> int:
@@ -411,7 +412,8 @@ def simulate(variants, ffn: bool = False, group: int = 0) -> int:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--shapes", default="4096,4096,4096;8192,8192,8192;1024,12288,4096;7239,12288,4096;333,12288,4096",
+    parser.add_argument("--shapes",
+                        default="4096,4096,4096;8192,8192,8192;1024,12288,4096;7239,12288,4096;333,12288,4096",
                         help="M,N,K;M,N,K;... (N a multiple of 256, K of 64)")
     parser.add_argument("--variants", default=",".join(VARIANTS), help="comma-separated, of: " + ", ".join(VARIANTS))
     parser.add_argument("--stages", type=int, default=4)
@@ -446,10 +448,13 @@ def measure(args, variants) -> int:
     from timing import time_cuda_batched
 
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    print(f"device: {torch.cuda.get_device_name(0)}, {sms} SMs; {'FFN epilogue (SiLU, int8)' if args.ffn else 'fp32 C'}")
+    epilogue = "FFN epilogue (SiLU, int8)" if args.ffn else "fp32 C"
+    print(f"device: {torch.cuda.get_device_name(0)}, {sms} SMs; {epilogue}")
     failures = 0
     for text in args.shapes.split(";"):
         M, N, K = (int(x) for x in text.split(","))
+        if N % BN or K % BK:
+            raise SystemExit(f"the probe's kernels take N a multiple of {BN} and K of {BK}; got {M} x {N} x {K}")
         torch.manual_seed(M + N + K)
         a = torch.randn(M, K, device="cuda").to(torch.bfloat16)
         w = torch.randn(K, N, device="cuda").to(torch.bfloat16)

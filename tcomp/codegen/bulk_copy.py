@@ -71,8 +71,8 @@ def _barrier_instruction(name: str, text: str, doc: str):
 
     def instruction(typingctx, bars, index, value):
         def codegen(context, builder, signature, args):
-            _asm(builder, _VOID, [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)],
-                 text, "r,r,~{memory}", side_effect=True)
+            operands = [_barrier(context, builder, signature, args), _u32(context, builder, signature, args, 2)]
+            _asm(builder, _VOID, operands, text, "r,r,~{memory}", side_effect=True)
             return context.get_dummy_value()
 
         return types.void(bars, index, value), codegen
