@@ -53,7 +53,7 @@ from numba.cuda.extending import intrinsic
 
 from .narrow_floats import _asm
 from .vector_access import _element_pointer
-from .warp_mma import _exchange, _make_plain, _shared_address
+from .warp_mma import _exchange, _lane_and_warp, _make_plain, _shared_address
 from ..target.wgmma_layout import WARPGROUP, WGMMA_WIDTHS, a_address, accumulator_element, b_address
 
 _I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
@@ -224,8 +224,10 @@ def _accumulator_places(n: int) -> tuple:
 
 
 def sim_wgmma(n: int, kind: str, trans_b: bool, offsets: tuple):
-    """The model of :func:`wgmma`: the warpgroup's 128 threads meet, one computes the 64 x n
-    product from shared memory, and each takes its registers back."""
+    """The model of :func:`wgmma`: the warpgroup's 128 threads meet and post their
+    accumulators, each reads the operands from shared memory, they meet again (so that no
+    lane's reads outlast another's next step), and each takes its registers of the 64 x n
+    product back."""
     rows, cols = _accumulator_places(n)
 
     def mma(desc_a, desc_b, acc, base):
@@ -235,6 +237,10 @@ def sim_wgmma(n: int, kind: str, trans_b: bool, offsets: tuple):
         A = _operand(desc_a, 64, 16, kind, a_address)
         B = _operand(desc_b, 16, n, kind,
                      lambda start, k, c, lbo, sbo, mode: b_address(start, k, c, lbo, sbo, trans_b, mode))
+        # NOTE: no lane goes on before every lane has read the operands: on the GPU a
+        # wait_group retires the whole warpgroup's reads, so one lane may release the slot
+        # (an mbarrier arrival) while another's model would still be reading it
+        _lane_and_warp(WARPGROUP)[1].barrier.wait()
         C = np.zeros((64, n))
         C[rows, cols] = np.array([values for _, _, values in everyone])
         D = (A @ B + C).astype(np.float32)  # NOTE: exact products, float64 sums, one rounding
