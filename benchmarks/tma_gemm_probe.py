@@ -33,10 +33,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
-import subprocess
 import sys
-import tempfile
 import textwrap
 
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # timing.py
@@ -347,21 +344,13 @@ def ptx_statistics(variant: str, stages: int, ffn: bool = False) -> dict:
     from numba import cuda
 
     from tcomp.codegen import nvvm_unroll
+    from tcomp.codegen.ptx import assemble
 
     kernel = _kernel(kernel_source(variant, 4096, 4096, 4096, stages, ffn=ffn))
     nvvm_unroll.install()
     ptx, _ = cuda.compile_ptx(kernel.py_func, _signature(ffn), cc=(9, 0, "a"), launch_bounds=(threads(variant), 1))
-    with tempfile.TemporaryDirectory() as tmp:
-        path = os.path.join(tmp, "k.ptx")
-        with open(path, "w") as f:
-            f.write(ptx)
-        proc = subprocess.run(["ptxas", "-arch=sm_90a", "-v", path, "-o", os.path.join(tmp, "k.cubin")],
-                              capture_output=True, text=True)
-    if proc.returncode:
-        raise RuntimeError(f"ptxas rejected {variant}: {proc.stderr[-800:]}")
-    registers = int(re.search(r"Used (\d+) registers", proc.stderr).group(1))
-    spills = sum(int(n) for n in re.findall(r"(\d+) bytes spill", proc.stderr))
-    return dict(registers=registers, spill_bytes=spills, ptx=ptx)
+    report = assemble(variant, ptx)
+    return dict(registers=report.registers, spill_bytes=report.spill_stores + report.spill_loads, ptx=ptx)
 
 
 def ptx_only(variants, stages: int, ffn: bool = False) -> int:

@@ -222,21 +222,23 @@ def sim_tensor_map_acquire(tmap):
     return None
 
 
-def sim_mbarrier_arrive_expect(bars, index, nbytes):
-    with _SIM_LOCK:
-        barrier = _sim_barrier(bars, index)
-        barrier.bytes += int(nbytes)
-        barrier.missing -= 1
-        barrier.settle()
-
-
-def sim_mbarrier_arrive(bars, index):
+def _sim_arrive(bars, index, nbytes: int = 0) -> None:
+    """One arrival on the simulated barrier, ``nbytes`` more to land first."""
     with _SIM_LOCK:
         barrier = _sim_barrier(bars, index)
         if barrier.missing == 0:
             raise RuntimeError("more arrivals on an mbarrier than its phase expects")
+        barrier.bytes += nbytes
         barrier.missing -= 1
         barrier.settle()
+
+
+def sim_mbarrier_arrive_expect(bars, index, nbytes):
+    _sim_arrive(bars, index, int(nbytes))
+
+
+def sim_mbarrier_arrive(bars, index):
+    _sim_arrive(bars, index)
 
 
 def sim_mbarrier_wait(bars, index, parity):

@@ -49,15 +49,23 @@ def ptx_report(program, ptxas: str | None = None) -> list:
         fn = getattr(module, kernel.name).py_func
         with memoized_typing():
             ptx, _ = cuda.compile_ptx(fn, kernel_signature(kernel), cc=(9, 0, "a"))
-        with tempfile.TemporaryDirectory() as tmp:
-            path = Path(tmp) / f"{kernel.name}.ptx"
-            path.write_text(ptx)
-            proc = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", str(Path(tmp) / "k.cubin")],
-                                  capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise CodegenError(f"ptxas rejected kernel {kernel.name}:\n{proc.stderr}")
-        reports.append(_parse(kernel.name, proc.stderr, ptx))
+        reports.append(assemble(kernel.name, ptx, ptxas))
     return reports
+
+
+def assemble(name: str, ptx: str, ptxas: str | None = None) -> PtxasReport:
+    """Run ``ptxas -arch=sm_90a -v`` on kernel ``name``'s PTX text: its registers and spills."""
+    ptxas = ptxas or shutil.which("ptxas")
+    if ptxas is None:
+        raise CodegenError("ptxas is not on the PATH (install the CUDA toolkit)")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.ptx"
+        path.write_text(ptx)
+        proc = subprocess.run([ptxas, "-arch=sm_90a", "-v", str(path), "-o", str(Path(tmp) / "k.cubin")],
+                              capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise CodegenError(f"ptxas rejected kernel {name}:\n{proc.stderr}")
+    return _parse(name, proc.stderr, ptx)
 
 
 def _parse(name: str, text: str, ptx: str) -> PtxasReport:

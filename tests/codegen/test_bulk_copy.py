@@ -79,9 +79,15 @@ def test_a_broken_protocol_is_reported_not_hung(monkeypatch):
     monkeypatch.setattr(bulk_copy, "SIM_WAIT_LIMIT", 0.05)
     with pytest.raises(RuntimeError, match="never completed"):
         bulk_copy.sim_mbarrier_wait(bars, 0, 1)  # one arrival expected, and none came after the first
+    bulk_copy.sim_mbarrier_arrive_expect(bars, 0, 64)  # the arrival is in; 64 bytes still to land
+    with pytest.raises(RuntimeError, match="more arrivals on an mbarrier than its phase expects"):
+        bulk_copy.sim_mbarrier_arrive(bars, 0)
 
 
 def test_bad_tensor_maps_and_register_counts_are_refused_before_the_driver():
+    with pytest.raises(tc.ArgumentError,
+                       match=r"tensor maps take \['bfloat16', 'float16', 'float32'\] with swizzle 0 or 128; got int8, 128"):
+        tensor_map_2d(0x1000, "int8", 64, 64, 64, 64)
     with pytest.raises(tc.ArgumentError, match="16-byte aligned"):
         tensor_map_2d(0x1008, "bfloat16", 64, 100, 64, 64)  # a row of 200 bytes
     with pytest.raises(tc.ArgumentError, match="wider than the 128-byte swizzle"):
