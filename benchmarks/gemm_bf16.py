@@ -51,6 +51,8 @@ WGMMA_VARIANTS = [
     ("wgmma 128x128, BK 64, 3 stages", dict(BM=128, BN=128, BK=64, stages=3)),
     ("wgmma 128x256, BK 64, 3 stages", dict(BM=128, BN=256, BK=64, stages=3)),
     ("wgmma 128x256, BK 64, 4 stages", dict(BM=128, BN=256, BK=64, stages=4)),
+    ("wgmma 128x256, BK 64, 4 stages, TMA copies", dict(BM=128, BN=256, BK=64, stages=4, copy="tma")),
+    ("wgmma 128x128, BK 64, 4 stages, TMA copies", dict(BM=128, BN=128, BK=64, stages=4, copy="tma")),
     ("wgmma 256x128, BK 64, 3 stages", dict(BM=256, BN=128, BK=64, stages=3)),
     ("wgmma 64x128, BK 64, 3 stages (3 blocks an SM)", dict(BM=64, BN=128, BK=64, stages=3)),
     ("wgmma 64x256, BK 64, 3 stages", dict(BM=64, BN=256, BK=64, stages=3)),

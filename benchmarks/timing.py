@@ -128,13 +128,18 @@ def bf16_benchmark_args(doc: str, argv=None, shape: str = "1024,12288,4096"):
 
 
 def tile_overrides(text: str) -> dict:
-    """``"stages=4,rows_fastest=1"`` -> ``{"stages": 4, "rows_fastest": 1}`` (integers only)."""
+    """``"stages=4,rows_fastest=1,copy=tma"`` -> ``{"stages": 4, "rows_fastest": 1, "copy":
+    "tma"}`` (integers, and the ring's copy)."""
     overrides = {}
     for item in filter(None, text.split(",")):
         key, sep, value = item.partition("=")
-        if not sep or not value.strip().lstrip("-").isdigit():
-            raise SystemExit(f"--variant takes KEY=INTEGER items separated by commas; got {item!r}")
-        overrides[key.strip()] = int(value)
+        key, value = key.strip(), value.strip()
+        if sep and key == "copy" and value in ("cp.async", "tma"):
+            overrides[key] = value
+            continue
+        if not sep or not value.lstrip("-").isdigit():
+            raise SystemExit(f"--variant takes KEY=INTEGER items (or copy=tma) separated by commas; got {item!r}")
+        overrides[key] = int(value)
     return overrides
 
 

@@ -31,8 +31,9 @@ from ..ir.expr import (And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm,
 from ..ir.functions import SCALAR_FUNCTIONS, scalar_function
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
-from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel,
-                       Program, ProxyFence, Seq, Store, WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
+from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, BarrierInit, BarrierWait,
+                       For, FragmentLoad, Kernel, Program, ProxyFence, Seq, Store, TileCopy, WarpgroupFence,
+                       WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from ..target import get_target
 from ..target.storage import (NARROW_FLOATS, REGISTER_TYPE, STORAGE_TYPE, SWIZZLE_ALIGNMENT, VECTOR_BYTES,
@@ -40,7 +41,7 @@ from ..target.storage import (NARROW_FLOATS, REGISTER_TYPE, STORAGE_TYPE, SWIZZL
                               stored_as_bits)
 from . import nvvm_unroll
 from .exact_division import correction_is_exact
-from .module_text import (ASYNC_IMPORTS, INDEX_CONSTANTS_COMMENT, MMA_IMPORTS, NARROW_IMPORTS, PRELUDE_GPU,
+from .module_text import (ASYNC_IMPORTS, BULK_COPY_IMPORTS, INDEX_CONSTANTS_COMMENT, MMA_IMPORTS, NARROW_IMPORTS, PRELUDE_GPU,
                           PRELUDE_SIM, VECTOR_IMPORTS, ZERO_FILL_IMPORTS, warpgroup_definitions)
 from .names import BUILTIN_NAMES, Namer, module_level_names
 from .value_patterns import clamped_within, constant_divisor, exact_reciprocal, rounded_and_clamped
@@ -60,6 +61,7 @@ class KernelWriter:
         self.uses_narrow = False
         self.uses_async = False  # cp.async copies, commits, waits
         self.uses_zero_fill = False  # cp.async copies that may read nothing and zero-fill
+        self.uses_bulk_copy = False  # TMA copies and mbarriers
         self.uses_mma = False  # warp-wide matrix instructions and their operand packing
         #: warpgroup instructions this kernel calls: module-level name -> the factory call
         #: of ``tcomp.codegen.warpgroup_mma`` that builds it
@@ -262,8 +264,36 @@ class KernelWriter:
             self.accumulators_through("wgmma_wait_tied", (s.pending,), s.accumulators, depth)
         elif isinstance(s, ProxyFence):
             self.emit(f"{self.warpgroup_intrinsic('_fence_proxy_async', 'fence_proxy_async', None)}()", depth)
+        elif isinstance(s, BarrierInit):
+            self.barrier_init(s, depth)
+        elif isinstance(s, BarrierWait):
+            bars = self.name(s.barriers, s.barriers.name)
+            self.emit(f"_mbarrier_wait({bars}, {self.index(s.slot)}, {self.index(s.parity)})", depth)
+        elif isinstance(s, TileCopy):
+            self.tile_copy(s, depth)
         else:
             raise InternalError(f"cannot emit {type(s).__name__}")
+
+    def barrier_init(self, s: BarrierInit, depth: int) -> None:
+        """The block's first thread readies the barriers and fences the inits (a block
+        barrier follows in the IR)."""
+        bars = self.name(s.barriers, s.barriers.name)
+        self.emit(f"if {self.name(FIRST_THREAD, '_first_thread')}:", depth)
+        for slot in range(s.barriers.size):
+            self.emit(f"_mbarrier_init({bars}, {self.constant(slot)}, {self.constant(s.count)})", depth + 1)
+        self.emit("_fence_barrier_init()", depth + 1)
+
+    def tile_copy(self, s: TileCopy, depth: int) -> None:
+        """The block's first thread announces a slot's bytes and issues its TMA boxes."""
+        first = self.name(FIRST_THREAD, "_first_thread")
+        guard = first if s.predicate is None else f"{first} and {self.cond(s.predicate)}"
+        bars, slot = self.name(s.barriers, s.barriers.name), self.index(s.slot)
+        self.emit(f"if {guard}:", depth)
+        self.emit(f"_mbarrier_arrive_expect({bars}, {slot}, {self.constant(s.nbytes)})", depth + 1)
+        for box in s.boxes:
+            x, y = (self.index(c) for c in box.coords)
+            self.emit(f"_tma_load_2d({self.name(box.buffer, box.buffer.name)}, {self.index(box.index)}, "
+                      f"{self.name(box.tensor_map, box.tensor_map.name)}, {x}, {y}, {bars}, {slot})", depth + 1)
 
     def warp_mma(self, s: WarpMma, depth: int) -> None:
         """One ``mma.sync``: this lane's operand halves packed two to a register, its four
@@ -507,8 +537,16 @@ class KernelWriter:
 
     def write(self) -> str:
         k = self.kernel
-        params = [self.name(b, b.name) for b in k.params]
+        params = [self.name(b, b.name) for b in k.params] + [self.name(m, m.name) for m in k.tensor_maps]
         body_lines_start = len(self.lines)
+        if k.tensor_maps or any(isinstance(n, BarrierInit) for n in walk(k.body)):
+            self.uses_bulk_copy = True
+            first = self.name(FIRST_THREAD, "_first_thread")
+            self.emit(f"{first} = cuda.threadIdx.x == 0 and cuda.threadIdx.y == 0 and cuda.threadIdx.z == 0", 1)
+            if k.tensor_maps:
+                self.emit(f"if {first}:", 1)
+                for m in k.tensor_maps:  # the host wrote the maps: the copy engine reads them after
+                    self.emit(f"_tensor_map_acquire({self.name(m, m.name)})", 2)
         declared = allocated_buffers(k)
         shared = [b for b in declared if b.scope == "shared"]
         layout = shared_layout(shared, k.shared_reuse)
@@ -571,6 +609,10 @@ class KernelWriter:
         self.dynamic_shared = layout.total_bytes
 
 
+#: the key of the kernel's flag: this thread is the block's first (it readies barriers,
+#: issues TMA copies)
+FIRST_THREAD = ("first thread",)
+
 #: the simulator's stand-in for the lanes' registers that a shuffle reads (``_shfl``)
 SHUFFLE_SCRATCH = "_shuffle_scratch"
 
@@ -622,10 +664,11 @@ def _fold_indices(e):
 
 def kernel_signature(kernel: Kernel) -> tuple:
     """The numba signature of a generated kernel: a 1-D C-contiguous array per parameter,
-    of its buffer's storage type."""
+    of its buffer's storage type, then one of 16 uint64 per tensor map."""
     from numba import types
 
-    return tuple(getattr(types, STORAGE_TYPE[b.dtype])[::1] for b in kernel.params)
+    return (tuple(getattr(types, STORAGE_TYPE[b.dtype])[::1] for b in kernel.params)
+            + (types.uint64[::1],) * len(kernel.tensor_maps))
 
 
 def program_source(program: Program, simulator: bool, target=None) -> str:
@@ -661,6 +704,8 @@ def _module_parts(program: Program, simulator: bool, target, reserved: frozenset
         parts.append(ASYNC_IMPORTS.format(p="sim_" if simulator else "", P="SIM_" if simulator else ""))
     if any(w.uses_zero_fill for w in writers):
         parts.append(ZERO_FILL_IMPORTS.format(p="sim_" if simulator else ""))
+    if any(w.uses_bulk_copy for w in writers):
+        parts.append(BULK_COPY_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_mma for w in writers):
         parts.append(MMA_IMPORTS.format(p="sim_" if simulator else ""))
     if any(w.uses_vector for w in writers):

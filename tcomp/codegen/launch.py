@@ -98,18 +98,23 @@ class DriverLaunch:
     """The kernels of one module launched in order, their parameters sharing slots: a
     buffer's pointer is written once per call into every kernel that takes it."""
 
-    def __init__(self, kernels, slots_of_argument, fixed_pointers):
+    def __init__(self, kernels, slots_of_argument, fixed_pointers, derived=()):
         """``kernels``: DriverKernel list; ``slots_of_argument``: per module argument, the
-        data slots it fills; ``fixed_pointers``: (slot, pointer) of the intermediates."""
+        data slots it fills; ``fixed_pointers``: (slot, pointer) of the intermediates and
+        their tensor maps; ``derived``: (slot, argument number, ``TensorMapTable``) of the
+        tensor maps of arguments, whose device maps depend on the argument's pointer."""
         self.kernels = kernels
         self.slots_of_argument = slots_of_argument
+        self.derived = tuple(derived)
         for slot, pointer in fixed_pointers:
             slot.value = pointer
         self._lock = threading.Lock()
         self._launches = tuple((k.launch_head, k.params_address, k) for k in kernels)
         self._launch_kernel = driver().cuLaunchKernel
 
-    def __call__(self, pointers, stream) -> None:
+    def __call__(self, pointers, stream, captured: bool = False) -> None:
+        """Launch on ``stream`` (``captured``: a graph capture's, where a tensor map's copy
+        to the device must be captured too)."""
         launch_kernel = self._launch_kernel
         # NOTE: the lock keeps two threads from interleaving their pointers in the shared
         # parameter blocks; cuLaunchKernel copies the block before it returns.
@@ -117,6 +122,8 @@ class DriverLaunch:
             for slots, pointer in zip(self.slots_of_argument, pointers):
                 for slot in slots:
                     slot.value = pointer
+            for slot, argument, table in self.derived:
+                slot.value = table.device_pointer(pointers[argument], stream if captured else None)
             for head, params, kernel in self._launches:
                 err, = launch_kernel(*head, stream, params, 0)
                 if err:

@@ -168,6 +168,15 @@ from tcomp.codegen.warp_mma import (
     {p}ldmatrix_x4_trans as _ldmatrix_x4_trans)
 """
 
+#: TMA copies and the mbarriers they complete on (``tcomp.codegen.bulk_copy``)
+BULK_COPY_IMPORTS = """
+from tcomp.codegen.bulk_copy import (
+    {p}mbarrier_init as _mbarrier_init, {p}fence_barrier_init as _fence_barrier_init,
+    {p}mbarrier_arrive_expect as _mbarrier_arrive_expect, {p}mbarrier_wait as _mbarrier_wait,
+    {p}tensor_map_acquire as _tensor_map_acquire, {p}tma_load_2d as _tma_load_2d)
+"""
+
+
 def warpgroup_definitions(intrinsics: dict, simulator: bool) -> str:
     """Module-level names of the warpgroup instructions the kernels call."""
     p = "sim_" if simulator else ""
@@ -185,5 +194,5 @@ from tcomp.codegen.vector_access import (
 """
 
 
-__all__ = ["ASYNC_IMPORTS", "ZERO_FILL_IMPORTS", "INDEX_CONSTANTS_COMMENT", "MMA_IMPORTS", "NARROW_IMPORTS", "PRELUDE_GPU", "PRELUDE_SIM",
+__all__ = ["ASYNC_IMPORTS", "BULK_COPY_IMPORTS", "ZERO_FILL_IMPORTS", "INDEX_CONSTANTS_COMMENT", "MMA_IMPORTS", "NARROW_IMPORTS", "PRELUDE_GPU", "PRELUDE_SIM",
            "VECTOR_IMPORTS", "warpgroup_definitions"]

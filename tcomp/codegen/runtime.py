@@ -23,6 +23,7 @@ from .cuda_source import kernel_signature
 from .environment import cache_dir, simulator_enabled
 from .graph import active_capture, graph
 from .launch import DriverKernel, DriverLaunch
+from .tensor_maps import TENSOR_MAP_BYTES, TensorMapTable
 
 
 def import_source(source: str):
@@ -194,7 +195,7 @@ class Module:
         if self._launch is not None and not kwargs:
             pointers = self._fast_pointers(args)
             if pointers is not None:
-                self._launch(pointers, self._stream(args))
+                self._launch(pointers, *self._stream(args))
                 return
         self._call_checked(args, kwargs)
 
@@ -219,7 +220,7 @@ class Module:
         if self._launch is not None:
             pointers = [_device_address(d) or 0 for d in device]
             # NOTE: numpy arguments launch on the default stream, which the copy back waits for
-            self._launch(pointers, 0 if kind == "numpy" else self._stream(args))
+            self._launch(pointers, *((0, False) if kind == "numpy" else self._stream(args)))
         else:
             if capture is not None:
                 capture.record(args)
@@ -230,14 +231,15 @@ class Module:
                 out = dev.copy_to_host()
                 arr.reshape(-1).view(out.dtype)[:] = out
 
-    def _stream(self, args):
-        """The stream a GPU launch of ``args`` goes to: a running capture's (which keeps
-        the arguments alive), else PyTorch's current stream, else the default stream."""
+    def _stream(self, args) -> tuple:
+        """``(stream, captured)``: the stream a GPU launch of ``args`` goes to, a running
+        capture's (which keeps the arguments alive), else PyTorch's current stream, else
+        the default stream; and whether it is being captured."""
         capture = active_capture()
         if capture is None:
-            return _torch_stream(self._device)
+            return _torch_stream(self._device), False
         capture.record(args)
-        return capture.stream
+        return capture.stream, True
 
     def _simulate(self, device, capture) -> None:
         """Run the kernels in Numba's CUDA simulator (or record them in a capture)."""
@@ -245,7 +247,8 @@ class Module:
         buffers.update(self._intermediate_arrays())
         launches = []
         for kernel, fn in zip(self.program.kernels, self._kernels):
-            params = [buffers[b] for b in kernel.params]
+            params = [buffers[b] for b in kernel.params] + [_simulated_map(m, buffers[m.tensor])
+                                                            for m in kernel.tensor_maps]
             launches.append(lambda fn=fn, kernel=kernel, params=params: fn[kernel.grid, kernel.block](*params))
         if capture is not None:
             capture.simulated.extend(launches)
@@ -266,18 +269,28 @@ class Module:
         from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
         _DeviceNDArray = DeviceNDArray
-        kernels, slots = [], {}
+        kernels, slots, map_slots = [], {}, []
         dynamic = getattr(self._module, "DYNAMIC_SHARED", {})
         for kernel, fn in zip(self.program.kernels, self._kernels):
             sizes = [(b.size, _storage_dtype(b.dtype).itemsize) for b in kernel.params]
+            sizes += [(TENSOR_MAP_BYTES // 8, 8)] * len(kernel.tensor_maps)
             driver_kernel = DriverKernel(fn, kernel_signature(kernel), kernel.grid, kernel.block, sizes,
                                          dynamic.get(kernel.name, 0))
             kernels.append(driver_kernel)
             for b, slot in zip(kernel.params, driver_kernel.data_slots):
                 slots.setdefault(b, []).append(slot)
-        fixed = [(slot, _device_address(array)) for b, array in self._intermediate_arrays().items()
-                 for slot in slots.get(b, [])]
-        return DriverLaunch(kernels, [slots.get(b, []) for b in self.arg_buffers], fixed)
+            map_slots += zip(kernel.tensor_maps, driver_kernel.data_slots[len(kernel.params):])
+        intermediates = self._intermediate_arrays()
+        fixed = [(slot, _device_address(array)) for b, array in intermediates.items() for slot in slots.get(b, [])]
+        derived = []  # (slot, argument number, table): a map made from an argument's pointer at each call
+        for tensor_map, slot in map_slots:
+            table = TensorMapTable(tensor_map.tensor.dtype, *tensor_map.tensor.shape, tensor_map.box_rows,
+                                   tensor_map.box_cols, tensor_map.swizzle)
+            if tensor_map.tensor in intermediates:
+                fixed.append((slot, table.device_pointer(_device_address(intermediates[tensor_map.tensor]))))
+            else:
+                derived.append((slot, self.arg_buffers.index(tensor_map.tensor), table))
+        return DriverLaunch(kernels, [slots.get(b, []) for b in self.arg_buffers], fixed, derived)
 
     def _intermediate_arrays(self) -> dict:
         from numba import cuda
@@ -302,6 +315,14 @@ class _ArgSpec:
         self.storage = _storage_dtype(buf.dtype)
         self.nbytes = buf.size * self.storage.itemsize
         self.alignment = max(1, alignment)
+
+
+def _simulated_map(tensor_map, array):
+    """The simulator's stand-in for ``tensor_map`` over the simulated device ``array``."""
+    from .bulk_copy import sim_tensor_map_2d
+
+    return sim_tensor_map_2d(array, *tensor_map.tensor.shape, tensor_map.box_rows, tensor_map.box_cols,
+                             tensor_map.swizzle)
 
 
 def _storage_dtype(dtype: str) -> np.dtype:

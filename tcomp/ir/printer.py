@@ -58,8 +58,9 @@ def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str
 
 def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     """``s`` as text; ``names`` maps the variables of enclosing loops to their shown names."""
-    from .stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, For, FragmentLoad, Kernel, ProxyFence, Seq, Store,
-                       WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
+    from .stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, BarrierInit, BarrierWait, BoxCopy, For,
+                       FragmentLoad, Kernel, ProxyFence, Seq, Store, TileCopy, WarpgroupFence, WarpgroupMma,
+                       WarpgroupWait, WarpMma)
 
     names = {} if names is None else names
     pad = "  " * indent
@@ -115,8 +116,24 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
         return f"{pad}wgmma.commit_group(); wgmma.wait_group({s.pending})"
     if isinstance(s, ProxyFence):
         return f"{pad}fence.proxy.async()"
+    if isinstance(s, BarrierInit):
+        return f"{pad}mbarrier.init({s.barriers.name}[0:{s.barriers.size}], count={s.count})  # first thread"
+    if isinstance(s, BarrierWait):
+        return (f"{pad}mbarrier.wait({s.barriers.name}[{expr_to_str(s.slot, 0, names)}], "
+                f"parity={expr_to_str(s.parity, 0, names)})")
+    if isinstance(s, BoxCopy):
+        coords = ", ".join(expr_to_str(c, 0, names) for c in s.coords)
+        return (f"{pad}tma {s.buffer.name}[{expr_to_str(s.index, 0, names)}] = {s.tensor_map.tensor.name}"
+                f"[box {s.tensor_map.box_rows}x{s.tensor_map.box_cols} at ({coords})]")
+    if isinstance(s, TileCopy):
+        head = (f"{pad}mbarrier.expect({s.barriers.name}[{expr_to_str(s.slot, 0, names)}], {s.nbytes} bytes)"
+                "  # first thread")
+        lines = [head] + [stmt_to_str(b, indent + 1, names) for b in s.boxes]
+        if s.predicate is not None:
+            return f"{pad}if {expr_to_str(s.predicate, 0, names)}:\n" + "\n".join("  " + line for line in lines)
+        return "\n".join(lines)
     if isinstance(s, Kernel):
-        params = ", ".join(p.name for p in s.params)
+        params = ", ".join([p.name for p in s.params] + [m.name for m in s.tensor_maps])
         head = f"{pad}kernel {s.name}({params})  # grid={s.grid} block={s.block}"
         return f"{head}\n{stmt_to_str(s.body, indent + 1, {})}"
     return pad + repr(s)

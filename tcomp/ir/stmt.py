@@ -33,6 +33,18 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
                                                  ``pending`` chains are in flight
              | ProxyFence()                      fence.proxy.async: this thread's shared
                                                  stores become visible to wgmma
+             | BarrierInit(barriers, count)      the block's first thread readies each
+                                                 mbarrier of a shared uint64 buffer
+             | BarrierWait(barriers, slot, parity)
+                                                 every thread waits for that phase
+             | TileCopy(barriers, slot, nbytes, boxes, predicate)
+                                                 the block's first thread announces
+                                                 nbytes on the barrier, then issues the
+                                                 BoxCopy statements (TMA) that land them
+             | BoxCopy(buffer, index, tensor_map, coords)
+    TensorMap := (name, tensor, box_rows, box_cols, swizzle)
+                                                 a kernel parameter: how TMA copies boxes
+                                                 of a global 2-D tensor
     Buffer  := (name, dtype, shape, scope, blocks, swizzle)
                                                  scope: global | shared | local; blocks:
                                                  () row-major, or (rows, cols): stored as
@@ -248,6 +260,67 @@ class ProxyFence(Stmt):
 
 
 @dataclass(frozen=True, eq=False)
+class TensorMap:
+    """A TMA tensor map, passed to a kernel after its buffers: copies of ``box_rows`` x
+    ``box_cols`` boxes of the row-major 2-D global buffer ``tensor``, landing in
+    ``swizzle`` (128: the 128-byte swizzle, 0: row-major). The host makes it from the
+    tensor's address at each call (``tcomp.codegen.tensor_maps``)."""
+
+    name: str
+    tensor: Buffer
+    box_rows: int
+    box_cols: int
+    swizzle: int = 128
+
+
+@dataclass(frozen=True, eq=False)
+class BarrierInit(Stmt):
+    """The block's first thread makes every word of ``barriers`` (a shared uint64 buffer)
+    an mbarrier expecting ``count`` arrivals a phase, and fences the inits; a block
+    barrier must follow before any thread uses them."""
+
+    barriers: Buffer
+    count: int = 1
+
+
+@dataclass(frozen=True, eq=False)
+class BarrierWait(Stmt):
+    """Every thread waits until the phase of parity ``parity`` (0 or 1) of
+    ``barriers[slot]`` has completed: a ring slot in its n-th use completes the phase of
+    parity ``n % 2``."""
+
+    barriers: Buffer
+    slot: Expr
+    parity: Expr
+
+
+@dataclass(frozen=True, eq=False)
+class BoxCopy(Stmt):
+    """One TMA copy (``cp.async.bulk.tensor.2d``) of the box of ``tensor_map`` whose first
+    element is at ``coords`` (column, row) of its tensor, into the shared ``buffer`` from
+    element ``index`` on (1024-byte aligned with the swizzle); elements past the tensor's
+    edge land as zeros. Only inside a :class:`TileCopy`, which says what it completes on."""
+
+    buffer: Buffer
+    index: Expr
+    tensor_map: TensorMap
+    coords: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class TileCopy(Stmt):
+    """Where ``predicate`` holds (None: always), the block's first thread announces
+    ``nbytes`` on ``barriers[slot]`` (one arrival) and issues ``boxes``, whose bytes
+    complete that phase; the other threads skip it."""
+
+    barriers: Buffer
+    slot: Expr
+    nbytes: int
+    boxes: tuple
+    predicate: Expr | None = None
+
+
+@dataclass(frozen=True, eq=False)
 class Kernel(Stmt):
     name: str
     params: tuple  # Buffers in global memory, in argument order
@@ -257,6 +330,8 @@ class Kernel(Stmt):
     #: ((shared buffer, (the buffers it may take the bytes of, all dead before its first
     #: use), ...)): ``tcomp.lower.shared_reuse``; the layout of ``tcomp.target.storage``
     shared_reuse: tuple = ()
+    #: TensorMaps the kernel takes after ``params`` (``tcomp.lower.tensor_copies``)
+    tensor_maps: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from ..errors import ScheduleError
 from ..ir.expr import Load
-from ..ir.stmt import Buffer, Kernel, Program, Store
+from ..ir.stmt import BoxCopy, Buffer, Kernel, Program, Store
 from ..ir.visitor import walk
 from ..lang.tensor import Tensor
 from ..target import get_target
@@ -100,7 +100,7 @@ def lower(s, trace=None, passes=KERNEL_PASSES, target=None) -> Program:
         if st.attach.kind != "root":
             continue
         body = builder.stage_stmt(st)
-        kernel = Kernel(f"k_{st.name}", _params(body, inputs + outputs), body)
+        kernel = Kernel(f"k_{st.name}", _params(body, inputs + outputs), body, tensor_maps=_tensor_maps(body))
         if trace:
             trace(f"# after building the nest of {st.name}\n{kernel}")
         for name, fn in passes:
@@ -115,13 +115,26 @@ def lower(s, trace=None, passes=KERNEL_PASSES, target=None) -> Program:
 
 
 def _params(body, order) -> tuple:
+    """The global buffers ``body`` reads or writes (a TMA copy reads its map's tensor),
+    those of ``order`` first, in its order."""
     used = []
     for node in walk(body):
         buf = node.buffer if isinstance(node, (Load, Store)) else None
+        if isinstance(node, BoxCopy):
+            buf = node.tensor_map.tensor
         if buf is not None and buf.scope == "global" and buf not in used:
             used.append(buf)
     ordered = [b for b in order if b in used] + [b for b in used if b not in order]
     return tuple(ordered)
+
+
+def _tensor_maps(body) -> tuple:
+    """The TensorMaps of ``body``'s TMA copies, each once, in the order of their first copy."""
+    maps = []
+    for node in walk(body):
+        if isinstance(node, BoxCopy) and node.tensor_map not in maps:
+            maps.append(node.tensor_map)
+    return tuple(maps)
 
 
 __all__ = ["lower", "check_schedule"]

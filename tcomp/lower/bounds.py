@@ -120,6 +120,8 @@ class BoundInference:
             padding = stage.storage_padding
             shape = tuple(ranges[ax].extent + padding.get(ax, 0) for ax in storage_axes(stage))
             blocks = stage.storage_block_shape
+            if blocks and blocks[0] is None:  # storage_swizzle(panels=True): blocks as tall as the buffer
+                blocks = (shape[-2], blocks[1])
             if blocks and (shape[-2] % blocks[0] or shape[-1] % blocks[1]):
                 how = (f"storage_swizzle() stores blocks of 8 rows of 128 bytes ({blocks[1]} values)"
                        if stage.storage_swizzled else f"storage_blocks({blocks[0]}, {blocks[1]}) stores such blocks")

@@ -13,12 +13,14 @@ from ..dtypes import itemsize
 from ..errors import InternalError, LoweringError
 from ..ir.expr import Expr, IntImm, Load, Reduce, TensorRead, binary, logical_and, reduction_identity
 from ..ir.simplify import simplify
-from ..ir.stmt import Allocate, AsyncCommit, AsyncWait, Barrier, Buffer, For, Stmt, Store, seq
+from ..ir.stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, BarrierInit, BarrierWait, Buffer, For, Stmt, Store,
+                       seq)
 from ..ir.visitor import free_vars, rewrite, substitute
 from ..schedule.stage import Stage
 from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers
 from .pipeline import prologue_of, stage_through_ring
+from .tensor_copies import stage_through_boxes, tensor_map_table
 from .loop_body import loop_body, loop_kind, placements
 
 
@@ -28,6 +30,7 @@ class NestBuilder:
         self.layouts = layouts
         self.global_buffers = global_buffers  # tensor -> global Buffer
         self.attached_at, self.reverse_at = placements(schedule)  # (stage, leaf var) -> [stages]
+        self.tensor_map = tensor_map_table()  # the TMA copies' tensor maps
 
     # ------------------------------------------------------------------ expressions
 
@@ -103,6 +106,7 @@ class NestBuilder:
         kind = loop_kind(stage, var)
         steps = loop_body(stage, var, self.layouts, self.attached_at, self.reverse_at)
         allocs, staged, rings = [], {}, {}
+        barriers = None  # the mbarriers of TMA rings' slots
         for p in self.attached_at.get((stage, var), []):
             pl = self.layouts[p]
             if any(step.kind == "commit" and step.stage is p for step in steps):
@@ -110,8 +114,13 @@ class NestBuilder:
                 staged[p] = stage_through_registers(self.stage_stmt(p), var, extent, p.name)
             if any(step.kind == "land" and step.stage is p for step in steps):
                 _check_overlapped(p, pl, stage, var, kind, "pipeline")
-                rings[p] = stage_through_ring(self.stage_stmt(p), pl.buffer, var, extent, p.pipeline_stages, p.name,
-                                              p.pipeline_reader_lag)
+                if p.pipeline_copy == "tma":
+                    barriers = barriers or Buffer(f"{var.name}_landed", "uint64", (p.pipeline_stages,), "shared")
+                    rings[p] = stage_through_boxes(p, pl, self.tensor_read(pl), var, extent, p.pipeline_stages,
+                                                   p.pipeline_reader_lag, barriers, self.tensor_map)
+                else:
+                    rings[p] = stage_through_ring(self.stage_stmt(p), pl.buffer, var, extent, p.pipeline_stages,
+                                                  p.name, p.pipeline_reader_lag)
             elif pl.scope != "global":  # a global buffer is a kernel argument, shared by all
                 allocs.append(pl.buffer)
         _check_ring_sizes(rings, stage, var)
@@ -125,10 +134,10 @@ class NestBuilder:
                 body.append(self.stage_stmt(step.stage))
             elif step.kind == "land":  # one wait for every ring's copies of this tile
                 if step.stage is next(iter(rings)):
-                    body.append(AsyncWait(step.stage.pipeline_stages - 2 - step.stage.pipeline_reader_lag))
+                    body.append(_landing(step.stage, var, barriers))
             elif step.kind == "issue":
                 body.append(rings[step.stage].issue)
-                if step.stage is list(rings)[-1]:
+                if step.stage is list(rings)[-1] and barriers is None:
                     body.append(AsyncCommit())
             else:
                 body.append(staged[step.stage].commit if step.kind == "commit" else staged[step.stage].prefetch)
@@ -140,6 +149,8 @@ class NestBuilder:
         loop = For(var, extent, kind, loop)
         if rings:
             loop = seq(prologue_of(list(rings.values())), loop)
+            if barriers is not None:  # each ring's copy of a tile is one arrival on its slot's barrier
+                loop = Allocate(barriers, seq(BarrierInit(barriers, len(rings)), Barrier(), loop))
             for ring in reversed(list(rings.values())):
                 loop = Allocate(ring.ring, loop)
         if staged:
@@ -147,6 +158,22 @@ class NestBuilder:
             for st in reversed(list(staged.values())):
                 loop = Allocate(st.registers, loop)
         return loop
+
+
+    def tensor_read(self, layout: StageLayout) -> Buffer:
+        """The buffer a tile's expression reads, where it is one read of a tensor (else
+        the tile's own buffer, which ``stage_through_boxes`` then refuses)."""
+        body = layout.body
+        return self.load(body).buffer if isinstance(body, TensorRead) else layout.buffer
+
+
+def _landing(stage: Stage, loop, barriers) -> Stmt:
+    """The wait of iteration ``loop`` for its tile: the slot's barrier phase (TMA), or all
+    but the groups of the tiles issued later (cp.async)."""
+    if barriers is None:
+        return AsyncWait(stage.pipeline_stages - 2 - stage.pipeline_reader_lag)
+    stages = stage.pipeline_stages
+    return BarrierWait(barriers, binary("%", loop, stages), binary("%", binary("//", loop, stages), 2))
 
 
 def _check_overlapped(producer: Stage, layout: StageLayout, consumer: Stage, var, kind: str, primitive: str) -> None:
@@ -162,7 +189,8 @@ def _check_overlapped(producer: Stage, layout: StageLayout, consumer: Stage, var
 
 def _check_ring_sizes(rings: dict, consumer: Stage, var) -> None:
     """The pipelined tiles of one loop share its waits, so they keep as many tiles in flight."""
-    for what, key in (("stage counts", "pipeline_stages"), ("reader lags", "pipeline_reader_lag")):
+    for what, key in (("stage counts", "pipeline_stages"), ("reader lags", "pipeline_reader_lag"),
+                      ("copies", "pipeline_copy")):
         counts = {p.name: getattr(p, key) for p in rings}
         if len(set(counts.values())) > 1:
             shown = ", ".join(f"{name}: {n}" for name, n in counts.items())
@@ -194,15 +222,15 @@ def flat_index(indices, mins, shape) -> Expr:
 def blocked_index(indices, shape, blocks, swizzle: bool = False, chunk: int = 8) -> Expr:
     """Flat index of ``indices`` in a buffer of ``shape`` whose last two dimensions are
     stored as a row-major grid of ``blocks`` (rows, cols), each block row-major; with
-    ``swizzle`` the ``chunk``-element pieces of block row r are permuted, piece c stored
-    at ``c ^ (r % rows)``."""
+    ``swizzle`` the ``chunk``-element pieces of row r are permuted, piece c stored at
+    ``c ^ (r % 8)``."""
     *lead, row, col = indices
     *lead_shape, rows, cols = shape
     block_rows, block_cols = blocks
     size = block_rows * block_cols
     row_in, col_in = binary("%", row, IntImm(block_rows)), binary("%", col, IntImm(block_cols))
-    if swizzle:
-        piece = binary("^", binary("//", col_in, IntImm(chunk)), row_in)
+    if swizzle:  # NOTE: the pattern repeats every 8 rows, whatever the blocks' height
+        piece = binary("^", binary("//", col_in, IntImm(chunk)), binary("%", row, IntImm(8)))
         col_in = binary("+", binary("*", piece, IntImm(chunk)), binary("%", col, IntImm(chunk)))
     inner = binary("+", binary("+", binary("*", binary("//", row, IntImm(block_rows)), IntImm(cols // block_cols * size)),
                                binary("*", binary("//", col, IntImm(block_cols)), IntImm(size))),

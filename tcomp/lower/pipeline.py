@@ -67,6 +67,7 @@ class RingFill:
     prologue: Stmt  # the copies of tile ``prologue_tile`` into slot ``prologue_tile``, guarded past the loop's end
     prologue_tile: Var
     issue: Stmt  # in iteration ko: the copies of tile ko + stages - 1, guarded
+    copy: str = "cp.async"  # or "tma" (tcomp.lower.tensor_copies)
 
     def reading_slot(self, body: Stmt, loop: Var) -> Stmt:
         """``body`` (compute, at iteration ``loop``) reading the ring's slot ``loop % stages``."""
@@ -100,10 +101,7 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
         raise LoweringError(f"pipeline of {stage_name}: cp.async copies 4, 8 or 16 bytes; its fill copies "
                             f"{lanes * size} bytes at once ({lanes} {tile.dtype} lane{'s' if lanes > 1 else ''}): "
                             f"vectorize the fill's innermost split (8 lanes of a 2-byte type copy 16 bytes)")
-    # NOTE: slot-major; a ring of blocked tiles keeps the tile's dimensions (a descriptor's
-    # strides follow its rows), the others are flat
-    shape = (stages, *tile.shape) if tile.blocks else (stages * _size(tile),)
-    ring = Buffer(tile.name, tile.dtype, shape, "shared", tile.blocks, tile.swizzle, reader_lag)
+    ring = ring_of(tile, stages, reader_lag)
 
     def copy_of(iteration, slot, guard=None) -> Stmt:
         shift = {loop: iteration}
@@ -113,7 +111,7 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
         return renest(loops, Store(ring, index, substitute(source, shift), logical_and(guard, predicate),
                                     asynchronous=True, in_bounds=in_bounds))
 
-    distance = stages - 1 - reader_lag
+    distance = distance_ahead(stages, reader_lag)
     ahead = binary("+", loop, distance)
     tile_var = Var(f"{loop.name}_ahead", loop.dtype)
     prologue = copy_of(tile_var, tile_var, compare("<", tile_var, extent) if distance > extent else None)
@@ -121,14 +119,28 @@ def stage_through_ring(fill: Stmt, tile: Buffer, loop: Var, extent: int, stages:
     return RingFill(tile, ring, stages, prologue, tile_var, issue)
 
 
+def ring_of(tile: Buffer, stages: int, reader_lag: int) -> Buffer:
+    """The ring of ``stages`` copies of ``tile``, slot after slot."""
+    # NOTE: a ring of blocked tiles keeps the tile's dimensions (a descriptor's strides
+    # follow its rows), the others are flat
+    shape = (stages, *tile.shape) if tile.blocks else (stages * _size(tile),)
+    return Buffer(tile.name, tile.dtype, shape, "shared", tile.blocks, tile.swizzle, reader_lag)
+
+
+def distance_ahead(stages: int, reader_lag: int) -> int:
+    """Iterations ahead of the one computing that a ring's copies are issued."""
+    return stages - 1 - reader_lag
+
+
 def prologue_of(rings: list) -> Stmt:
     """Before the loop, an unrolled loop over the tiles issued ahead: every ring's copies
-    of the tile, then one commit group (a group also for a tile past the loop's end, so
-    that the waits count the same)."""
-    distance = rings[0].stages - 1 - rings[0].ring.reader_lag
+    of the tile, then (cp.async) one commit group (a group also for a tile past the
+    loop's end, so that the waits count the same)."""
+    distance = distance_ahead(rings[0].stages, rings[0].ring.reader_lag)
     tile = rings[0].prologue_tile
     copies = [substitute(r.prologue, {r.prologue_tile: tile}) for r in rings]
-    return For(tile, distance, "unroll", seq(*copies, AsyncCommit()))
+    commit = AsyncCommit() if rings[0].copy == "cp.async" else None
+    return For(tile, distance, "unroll", seq(*copies, commit))
 
 
 def _size(buf: Buffer) -> int:
@@ -138,4 +150,4 @@ def _size(buf: Buffer) -> int:
     return size
 
 
-__all__ = ["RingFill", "prologue_of", "stage_through_ring"]
+__all__ = ["RingFill", "distance_ahead", "prologue_of", "ring_of", "stage_through_ring"]

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..dtypes import itemsize
 from ..ir.stmt import (Allocate, AsyncWait, Barrier, Buffer, For, Kernel, Seq, Store, WarpgroupMma,
                        WarpgroupWait)
 from ..ir.visitor import walk
+from ..target.storage import element_bytes
 
 #: the least bytes of a buffer that reuse another's at the cost of a barrier of their own (the
 #: output tiles staged for 16-byte stores, which this pass is for, are 16 KB and more)
@@ -58,7 +58,7 @@ def share_shared_memory(kernel: Kernel) -> Kernel:
             if c is None or not order.all_uses_from(late, children[c][0]):
                 continue
             needs_barrier = not (c and order.is_barrier(children[c - 1]))
-            if needs_barrier and late.size * itemsize(late.dtype) < REUSE_WORTH_A_BARRIER:
+            if needs_barrier and late.size * element_bytes(late) < REUSE_WORTH_A_BARRIER:
                 continue
             for early in order.shared:
                 if early is late or early in reuse.get(late, ()):

@@ -103,13 +103,17 @@ def warpgroup_mma(loop: For, loops: tuple, kernel: Kernel, intrinsic: str, width
 def _operand_layout(buffer, role: str, trans_b: bool):
     """(leading, stride, mode) of a shared buffer as operand ``role`` of the descriptor
     (mode 0: 8 x 8 blocks, 1: the 128-byte swizzle), or a reason it cannot be one."""
-    swizzled = buffer.swizzle and tuple(buffer.blocks) == (8, 64)
+    swizzled = buffer.swizzle and len(buffer.blocks) == 2 and buffer.blocks[1] == 64
     if buffer.scope != "shared" or len(buffer.shape) < 2 or not (swizzled or tuple(buffer.blocks) == _CORE):
         return (f"operand {buffer.name} must be a shared buffer stored in 8 x 8 blocks (storage_blocks(8, 8)) or "
                 f"in the 128-byte swizzle (storage_swizzle())")
     if swizzled:
-        row_group = buffer.shape[-1] // 64 * 1024  # bytes from 8 rows to the next 8
-        return (16, row_group, 1) if role == "a" or not trans_b else (1024, row_group, 1)
+        # blocks of 8 rows follow each other along a row; taller ones hold their rows
+        # 128 bytes apart, and each 64-column panel of a row of blocks is contiguous
+        block_rows = buffer.blocks[0]
+        row_group = buffer.shape[-1] // 64 * 1024 if block_rows == 8 else 1024  # bytes from 8 rows to the next 8
+        panel = 1024 if block_rows == 8 else block_rows * 128  # bytes from 64 columns to the next 64
+        return (16, row_group, 1) if role == "a" or not trans_b else (panel, row_group, 1)
     row_bytes = buffer.shape[-1] // 8 * _CORE_BYTES  # one row of blocks
     if role == "b" and trans_b:  # k rows, n contiguous
         return row_bytes, _CORE_BYTES, 0

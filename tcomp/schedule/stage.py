@@ -55,6 +55,8 @@ class Attach:
 
 
 SCOPES = ("global", "shared", "local")
+#: what may fill a pipeline's ring (``Stage.pipeline``)
+PIPELINE_COPIES = ("cp.async", "tma")
 
 
 def primitive(method):
@@ -141,6 +143,7 @@ class Stage:
         self.double_buffered = False
         self.pipeline_stages: int | None = None  # s.pipeline: tiles in the ring
         self.pipeline_reader_lag = 0  # s.pipeline: iterations a slot's readers may run on
+        self.pipeline_copy = "cp.async"  # s.pipeline: what fills the ring's slots
         self.rfactor_parts: int | None = None  # s.rfactor: the partial results this stage combines
 
     # ------------------------------------------------------------------ inspection
@@ -488,14 +491,17 @@ class Stage:
         self.storage_swizzled = False
 
     @primitive
-    def storage_swizzle(self):
+    def storage_swizzle(self, panels: bool = False):
         """Store this stage's buffer in the 128-byte swizzle that wgmma (and TMA) read: its
         last two dimensions as a row-major grid of blocks of 8 rows x 128 bytes (1024
-        bytes, 64 16-bit values a row), and in each block row ``r`` the 16-byte chunk
-        ``c`` stored at chunk ``c ^ (r % 8)``. Eight threads that store the eight chunks of
-        one row, or read one chunk of each of eight rows, then touch every bank once.
-        What is computed is unchanged; ``tc.lower`` shows the swizzled index (``^``).
-        The last dimension must be a multiple of 128 bytes and the one before of 8.
+        bytes, 64 16-bit values a row), and in each row ``r`` the 16-byte chunk ``c``
+        stored at chunk ``c ^ (r % 8)``. Eight threads that store the eight chunks of one
+        row, or read one chunk of each of eight rows, then touch every bank once. With
+        ``panels`` the blocks are as tall as the buffer: each 128-byte column of it (a
+        panel) is contiguous, panel after panel, which is how TMA boxes of 128-byte rows
+        land (``pipeline(copy="tma")``). What is computed is unchanged; ``tc.lower``
+        shows the swizzled index (``^``). The last dimension must be a multiple of 128
+        bytes and the one before of 8.
 
         Before::   A_shared[i * 64 + k]
         After::    A_shared[i // 8 * 512 + i % 8 * 64 + (k // 8 ^ i % 8) * 8 + k % 8]
@@ -503,9 +509,12 @@ class Stage:
         if len(self.root_axes) < 2:
             raise ScheduleError(f"storage_swizzle lays out the last two dimensions of a buffer; {self.name} "
                                 f"has {len(self.root_axes)}")
+        if not isinstance(panels, bool):
+            raise ScheduleError(f"storage_swizzle of {self.name}: panels must be True or False, not {panels!r}")
         from ..dtypes import itemsize
 
-        self.storage_block_shape = (8, 128 // itemsize(self.tensor.dtype))
+        # NOTE: None rows: the buffer's height, known once bound inference has its extents
+        self.storage_block_shape = (None if panels else 8, 128 // itemsize(self.tensor.dtype))
         self.storage_swizzled = True
 
     @primitive
@@ -525,7 +534,7 @@ class Stage:
         self.double_buffered = True
 
     @primitive
-    def pipeline(self, stages: int = 3, reader_lag: int = 0):
+    def pipeline(self, stages: int = 3, reader_lag: int = 0, copy: str = "cp.async"):
         """Keep ``stages - 1`` tiles in flight: for a shared tile computed at a serial loop
         (the k step of a matmul), a ring of ``stages`` tiles in shared memory, filled by
         asynchronous copies (cp.async) issued ``stages - 1`` iterations ahead, so that the
@@ -544,6 +553,13 @@ class Stage:
         for all but that many at the end of each iteration, ``tcomp.lower.warpgroup``).
         The copies are then issued ``stages - 1 - reader_lag`` iterations ahead, into the
         slot read ``reader_lag + 1`` iterations before; it needs ``stages >= reader_lag + 2``.
+
+        ``copy``: ``"cp.async"`` (every thread copies its share, 4 to 16 bytes a copy) or
+        ``"tma"`` (Hopper's tensor memory accelerator: the block's first thread copies
+        the whole tile in boxes of 128-byte rows, and every thread waits for the slot's
+        mbarrier instead of its own copies; ``tcomp.lower.tensor_copies`` says which
+        tiles it takes: a 2-D tensor's box, copied unchanged into a tile in the 128-byte
+        swizzle whose 128-byte columns are contiguous, ``storage_swizzle(rows)``).
         """
         self._check_placeable()
         if not isinstance(stages, int) or isinstance(stages, bool) or not 2 <= stages <= 8:
@@ -552,9 +568,13 @@ class Stage:
         if not isinstance(reader_lag, int) or isinstance(reader_lag, bool) or not 0 <= reader_lag <= stages - 2:
             raise ScheduleError(f"pipeline of {self.name}: reader_lag must be an integer from 0 to stages - 2 = "
                                 f"{stages - 2} (at least one tile must be in flight), not {reader_lag!r}")
+        if copy not in PIPELINE_COPIES:
+            raise ScheduleError(f"pipeline of {self.name}: copy must be one of {', '.join(map(repr, PIPELINE_COPIES))}, "
+                                f"not {copy!r}")
         self._check_not_overlapped(self.double_buffered, "double buffered")
         self.pipeline_stages = stages
         self.pipeline_reader_lag = reader_lag
+        self.pipeline_copy = copy
 
     def _check_not_overlapped(self, already: bool, how: str) -> None:
         if already:

@@ -18,17 +18,18 @@ from dataclasses import dataclass
 from ..ir.stmt import Allocate
 from ..ir.visitor import walk
 
-#: Numba scalar type used for values of each dtype in registers
+#: Numba scalar type used for values of each dtype in registers ("uint64": the words of
+#: shared-memory barriers, ``tcomp.lower.tensor_copies``; no tensor has that dtype)
 REGISTER_TYPE = {"float32": "float32", "bfloat16": "float32", "float16": "float32",
-                 "float8_e4m3": "float32", "int8": "int8", "int32": "int32"}
+                 "float8_e4m3": "float32", "int8": "int8", "int32": "int32", "uint64": "uint64"}
 #: Numba type of the elements of a global or shared buffer of each dtype
 STORAGE_TYPE = {"float32": "float32", "bfloat16": "uint16", "float16": "uint16",
-                "float8_e4m3": "uint8", "int8": "int8", "int32": "int32"}
+                "float8_e4m3": "uint8", "int8": "int8", "int32": "int32", "uint64": "uint64"}
 #: the floats narrower than 32 bits, stored as bits in memory
 NARROW_FLOATS = ("bfloat16", "float16", "float8_e4m3")
 #: bytes of one element in global and shared memory, and in registers
-_MEMORY_BYTES = {"float32": 4, "int32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3": 1, "int8": 1}
-_REGISTER_BYTES = {"float32": 4, "int32": 4, "bfloat16": 4, "float16": 4, "float8_e4m3": 4, "int8": 1}
+_MEMORY_BYTES = {"float32": 4, "int32": 4, "bfloat16": 2, "float16": 2, "float8_e4m3": 1, "int8": 1, "uint64": 8}
+_REGISTER_BYTES = {"float32": 4, "int32": 4, "bfloat16": 4, "float16": 4, "float8_e4m3": 4, "int8": 1, "uint64": 8}
 #: the numbers of lanes one vector access may have, and the most bytes it may move
 #: (128-bit loads and stores)
 VECTOR_WIDTHS = (2, 4, 8, 16)

@@ -20,7 +20,7 @@ WGMMA_OTHER_REGISTERS = 56
 
 
 def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fastest=False, swizzle=True,
-                in_flight=1, stage_output=None):
+                in_flight=1, stage_output=None, copy="cp.async"):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks,
     each a column of BM / 64 warpgroups (``threadIdx.y``) that compute 64 x BN tiles with
     Hopper's ``wgmma.mma_async.m64n{BN}k16``: thread t of a warpgroup holds rows
@@ -48,7 +48,12 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     32-byte sectors partly written. The tile takes the bytes of the rings, which the k
     loop is done with by then (``tcomp.lower.shared_reuse`` adds the barrier). None (the
     default) stages such an output where the tile fits shared memory
-    (:func:`output_staged`)."""
+    (:func:`output_staged`).
+
+    ``copy="tma"`` fills the rings by TMA copies instead (``pipeline(copy="tma")``: the
+    block's first thread copies each tile in boxes of 128-byte rows, which land in the
+    swizzle, each tile stored 128-byte column after column, ``storage_swizzle(panels=
+    True)``), where both operands' rows start 16 bytes apart; else by cp.async."""
     *lead, M, N = out.shape
     if len(lead) > 1:
         raise ScheduleError(f"wgmma_tiles tiles the last two axes of {out.name} and binds one axis ahead of them "
@@ -93,17 +98,19 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     s[acc].reorder(ko, kt, *stacked, ki, ci, cj)
     for ax in (kt, *stacked, ci, cj):
         s[acc].unroll(ax)
-    for cache in (a_shared, b_shared):
+    caches = (a_shared, b_shared)
+    tma = copy == "tma" and swizzle and stages and all(aligned_lanes(c) * itemsize(c.dtype) == 16 for c in caches)
+    for cache in caches:
         s[cache].compute_at(s[acc], ko)
         lanes = aligned_lanes(cache)
         if swizzle:
-            s[cache].storage_swizzle()
+            s[cache].storage_swizzle(panels=tma)
             cooperative_fill(s, cache, BM // WGMMA_M, WARPGROUP, lanes)
         else:
             s[cache].storage_blocks(8, 8)
             blocked_fill(s, cache, BM // WGMMA_M, WARPGROUP, lanes)
-        if stages and copied_asynchronously(cache, lanes):
-            s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2))
+        if stages and (tma or copied_asynchronously(cache, lanes)):
+            s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2), copy="tma" if tma else "cp.async")
     s[acc].tensorize(ki, f"wgmma_m64n{BN}k16")
 
 
