@@ -54,7 +54,8 @@ from dataclasses import dataclass, field
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var, WarpShuffle
 from ..ir.functions import scalar_function
-from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, Buffer, For, FragmentLoad, Kernel, Seq,
+from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, BarrierWait, Buffer, For, FragmentLoad,
+                       Kernel, Seq, TileCopy,
                        Store, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, walk
 from ..target.storage import kernel_shared_bytes
@@ -268,6 +269,8 @@ class _KernelWalk:
         self.warpgroup_instructions = 0.0
         self.chain_drains = 0.0
         self.async_ahead: int | None = None
+        #: the rings TMA copies fill (their reader lags shorten how far ahead the copies run)
+        self.tma_rings = {box.buffer for node in walk(kernel.body) if isinstance(node, TileCopy) for box in node.boxes}
         self.notes: list = []
         self._lanes_cache: dict = {}
         self._allocated: set = set()
@@ -367,6 +370,11 @@ class _KernelWalk:
         elif isinstance(s, AsyncWait):
             ahead = s.pending + 1
             self.async_ahead = ahead if self.async_ahead is None else min(self.async_ahead, ahead)
+        elif isinstance(s, BarrierWait):  # a TMA ring: its copies run ahead by all its slots but the lagging ones
+            ahead = s.barriers.size - 1 - max((r.reader_lag for r in self.tma_rings), default=0)
+            self.async_ahead = ahead if self.async_ahead is None else min(self.async_ahead, ahead)
+        elif isinstance(s, TileCopy):
+            self._tile_copy(s, loops)
         elif isinstance(s, WarpgroupWait):
             if s.pending == 0 and any(f.kind == "serial" for f in loops):
                 self.chain_drains += _serial_product(loops) * _unrolled_product(loops)
@@ -376,6 +384,25 @@ class _KernelWalk:
             self.has_barrier = True
             self.thread_instr += n
             self.warp_instr += n * self.warps
+
+    def _tile_copy(self, s: TileCopy, loops) -> None:
+        """TMA copies of a ring slot: one thread announces the bytes and issues a copy per
+        box (a few instructions); the copy engine reads each box from device memory once
+        for the block and writes it to shared memory (128 bytes a wavefront), with no
+        load instruction of the threads."""
+        share = _predicate_share(s.predicate, loops)
+        execs = _serial_product(loops) * _unrolled_product(loops) * share
+        self.thread_instr += execs * (1 + len(s.boxes))
+        self.warp_instr += execs * (1 + len(s.boxes))
+        for box in s.boxes:
+            tensor, tmap = box.tensor_map.tensor, box.tensor_map
+            nbytes = tmap.box_rows * tmap.box_cols * itemsize(tensor.dtype)
+            self.wavefronts += execs * nbytes / LINE
+            t = self.traffic.setdefault(tensor.name, TensorTraffic())
+            self.dtypes[tensor.name] = tensor.dtype
+            t.read += execs * nbytes
+            deps = set().union(*(free_vars(c) for c in box.coords))
+            t.read_block_dims |= {BLOCK_TAGS.index(f.kind) for f in loops if f.kind in BLOCK_TAGS and f.var in deps}
 
     def _warp_mma(self, s: WarpMma, loops) -> None:
         """One mma.sync per warp: 2 * 16 * 8 * 16 matrix flops; per lane, the instruction,
@@ -730,6 +757,8 @@ class _RoundCounter:
                 else:
                     seg = seg.overlapped(r)  # single round trips between two barriers overlap
             return total
+        if isinstance(s, TileCopy):  # TMA: global to shared, waited for on a barrier later
+            return _Rounds(asynchronous=1.0)
         return _Rounds()
 
     def _store(self, s: Store, loops) -> _Rounds:
