@@ -39,6 +39,19 @@ def copied_by_cp_async(group: Group, operands=(0, 1)) -> bool:
                and factors[n].tensor.name not in group.staged for n in operands)
 
 
+def copied_by_tma(group: Group) -> bool:
+    """Can TMA boxes fill both operand tiles of the group's product: are the operands 2-D
+    tensors read unchanged (a cast aside; not staged) whose rows start 16 bytes apart?"""
+    body = group.stages[group.reductions[0]].op.body
+    for factor in (body.source.a, body.source.b):
+        read = factor.value if isinstance(factor, Cast) else factor
+        if not isinstance(read, TensorRead) or read.tensor.name in group.staged or len(read.tensor.shape) != 2:
+            return False
+        if read.tensor.shape[-1] * itemsize(read.tensor.dtype) % 16:
+            return False
+    return True
+
+
 def accumulator(s, group: Group, product: str):
     """The stage that accumulates the product in registers: the fused reduction itself,
     or, when the product is the kernel's own output, a local copy (``cache_write``)."""

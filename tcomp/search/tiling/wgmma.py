@@ -12,7 +12,8 @@ from ...target.instructions import WARPGROUP, WGMMA_K, WGMMA_M
 from ...target.storage import SWIZZLE_ALIGNMENT
 from .base import Rule
 from .fills import blocked_fill, cooperative_fill, over_the_threads
-from .products import aligned_lanes, copied_asynchronously, operands_of_16_bits, product_stage, staged_blocks
+from .products import (aligned_lanes, copied_asynchronously, copied_by_tma, operands_of_16_bits, product_stage,
+                       staged_blocks)
 from .split_k import tensor_core_slices, tensor_core_slices_valid
 
 #: registers a wgmma thread needs besides its accumulators (ptxas: 118 with 64 of them)
@@ -104,13 +105,13 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
         s[cache].compute_at(s[acc], ko)
         lanes = aligned_lanes(cache)
         if swizzle:
-            s[cache].storage_swizzle(panels=tma)
+            s[cache].storage_swizzle(**({"panels": True} if tma else {}))  # NOTE: defaults left out of the trace
             cooperative_fill(s, cache, BM // WGMMA_M, WARPGROUP, lanes)
         else:
             s[cache].storage_blocks(8, 8)
             blocked_fill(s, cache, BM // WGMMA_M, WARPGROUP, lanes)
         if stages and (tma or copied_asynchronously(cache, lanes)):
-            s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2), copy="tma" if tma else "cp.async")
+            s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2), **({"copy": "tma"} if tma else {}))
     s[acc].tensorize(ki, f"wgmma_m64n{BN}k16")
 
 
@@ -158,11 +159,13 @@ class WgmmaTiling(Rule):
     BK in cp.async rings of ``stages`` tiles in the 128-byte swizzle, one k step's chain
     left running while the next is issued, the blocks launched row by row or
     (``rows_fastest``) column by column; where the output's blocks leave SMs idle, k in
-    ``split_k`` slices on ``blockIdx.z``, added afterwards (``tensor_core_slices``)."""
+    ``split_k`` slices on ``blockIdx.z``, added afterwards (``tensor_core_slices``); the
+    rings filled by cp.async or (``copy="tma"``, where the operands are 2-D tensors whose
+    rows start 16 bytes apart) by TMA boxes."""
 
     name = "wgmma_tiling"
 
-    defaults = {"split_k": 1}
+    defaults = {"split_k": 1, "copy": "cp.async"}
 
     def applies(self, group, space):
         product = product_stage(group, any_layout=True)
@@ -171,13 +174,15 @@ class WgmmaTiling(Rule):
 
     def choices(self, group, space):
         return {"BM": [64, 128, 192, 256], "BN": [64, 128, 192, 256], "BK": [64, 128], "stages": [3, 4],
-                "rows_fastest": [False, True], "split_k": [1, 2, 4, 8]}
+                "rows_fastest": [False, True], "split_k": [1, 2, 4, 8], "copy": ["cp.async", "tma"]}
 
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
         K = space.stages[product_stage(group, any_layout=True)[0]].op.reduce_axis[0].extent
         # NOTE: a K that BK does not divide, or under one k step, is padded with zeros (tcomp.lower.padding)
         if (K < p["BK"] and p["BK"] > 64) or M < p["BM"] or N < p["BN"] or group.staged:
+            return False
+        if p.get("copy") == "tma" and not copied_by_tma(group):
             return False
         threads = WARPGROUP * p["BM"] // WGMMA_M
         registers = p["BN"] // 2 + WGMMA_OTHER_REGISTERS  # the accumulators and the rest
@@ -188,8 +193,8 @@ class WgmmaTiling(Rule):
     def apply(self, s, group, p):
         product, a, b = product_stage(group, any_layout=True)
         out, tiled = tensor_core_slices(s, group, product, p["split_k"])
-        wgmma_tiles(s, out, tiled, a, b, BM=p["BM"], BN=p["BN"],
-                    BK=p["BK"], stages=p["stages"], rows_fastest=p.get("rows_fastest", False))
+        wgmma_tiles(s, out, tiled, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"], stages=p["stages"],
+                    rows_fastest=p.get("rows_fastest", False), copy=p.get("copy", "cp.async"))
 
 
 __all__ = ["OUTPUT_ROW_PAD", "WGMMA_OTHER_REGISTERS", "WgmmaTiling", "output_staged", "shared_bytes", "wgmma_tiles"]
