@@ -29,9 +29,10 @@ Instructions, as kernels call them:
         the box at column x, row y (elements) of the 2-D tensor of ``tmap`` into
         ``smem[index]`` (1024-byte aligned for the swizzle), completing on ``bars[i]``
     set_max_registers(count, grow)          ``setmaxnreg``: this warpgroup's register budget
+    named_barrier(index, count)             ``bar.sync``: the first ``count`` threads meet
 
-Lowering does not emit them yet (``benchmarks/tma_gemm_probe.py`` writes kernels with them
-by hand). The ``sim_`` models below run them in Numba's CUDA simulator: a barrier's state
+Lowering emits them for TMA rings (``tcomp.lower.tensor_copies``, ``tcomp.lower.warp_roles``);
+``benchmarks/tma_gemm_probe.py`` writes kernels with them by hand. The ``sim_`` models below run them in Numba's CUDA simulator: a barrier's state
 lives in a table whose key ``mbarrier_init`` writes into the simulated shared word; a copy
 lands at once, in the box's swizzled layout with zeros past the tensor's edge, and
 completes its bytes; a wait spins until the phase flips. A simulated tensor map (:func:`sim_tensor_map_2d`) names the
@@ -150,6 +151,20 @@ def tma_load_2d(typingctx, smem, index, tmap, x, y, bars, bar_index):
         return context.get_dummy_value()
 
     return types.void(smem, index, tmap, x, y, bars, bar_index), codegen
+
+
+@intrinsic
+def named_barrier(typingctx, index, count):
+    """``bar.sync index, count``: waits until ``count`` threads (a multiple of 32) have
+    reached barrier ``index`` (1 to 15; 0 is ``__syncthreads``'s): the consumer
+    warpgroups of a warp-specialized kernel, which the producer's warpgroup never joins."""
+
+    def codegen(context, builder, signature, args):
+        _asm(builder, _VOID, [_u32(context, builder, signature, args, 0), _u32(context, builder, signature, args, 1)],
+             "bar.sync $0, $1;", "r,r,~{memory}", side_effect=True)
+        return context.get_dummy_value()
+
+    return types.void(index, count), codegen
 
 
 _REGISTER_CACHE: dict = {}
@@ -288,6 +303,25 @@ def sim_tma_load_2d(smem, index, tmap, x, y, bars, bar_index):
         if barrier.bytes < 0:
             raise RuntimeError("a copy landed more bytes than its mbarrier was told to expect")
         barrier.settle()
+
+
+_SIM_NAMED: dict = {}  # (simulated launch, block, barrier index) -> the threads' meeting point
+
+
+def sim_named_barrier(index, count):
+    thread = threading.current_thread()
+    manager = getattr(thread, "_manager", None)
+    if manager is None:
+        raise RuntimeError("a named barrier's model runs only inside a simulated kernel")
+    key = (id(manager), tuple(thread.blockIdx), int(index))
+    with _SIM_LOCK:
+        meeting = _SIM_NAMED.setdefault(key, threading.Barrier(int(count), timeout=SIM_WAIT_LIMIT))
+    if meeting.parties != int(count):
+        raise RuntimeError(f"named barrier {int(index)} met with {int(count)} threads and with {meeting.parties}")
+    try:
+        meeting.wait()
+    except threading.BrokenBarrierError:
+        raise RuntimeError(f"named barrier {int(index)}: fewer than {int(count)} threads reached it") from None
 
 
 def sim_set_max_registers(count: int, grow: bool):

@@ -31,9 +31,9 @@ from ..ir.expr import (And, Binary, Call, Cast, Compare, Expr, FloatImm, IntImm,
 from ..ir.functions import SCALAR_FUNCTIONS, scalar_function
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
-from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, BarrierInit, BarrierWait,
-                       For, FragmentLoad, Kernel, Program, ProxyFence, Seq, Store, TileCopy, WarpgroupFence,
-                       WarpgroupMma, WarpgroupWait, WarpMma)
+from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit,
+                       BarrierWait, For, FragmentLoad, Kernel, Program, ProxyFence, Seq, Specialized, Store, TileCopy,
+                       WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from ..target import get_target
 from ..target.storage import (NARROW_FLOATS, REGISTER_TYPE, STORAGE_TYPE, SWIZZLE_ALIGNMENT, VECTOR_BYTES,
@@ -62,6 +62,7 @@ class KernelWriter:
         self.uses_async = False  # cp.async copies, commits, waits
         self.uses_zero_fill = False  # cp.async copies that may read nothing and zero-fill
         self.uses_bulk_copy = False  # TMA copies and mbarriers
+        self.producing = False  # writing a warp-specialized kernel's producer part
         self.uses_mma = False  # warp-wide matrix instructions and their operand packing
         #: warpgroup instructions this kernel calls: module-level name -> the factory call
         #: of ``tcomp.codegen.warpgroup_mma`` that builds it
@@ -243,6 +244,8 @@ class KernelWriter:
             self.store(s, depth)
         elif isinstance(s, Allocate):
             self.stmt(s.body, depth)  # storage is declared at the top of the kernel
+        elif isinstance(s, Barrier) and s.threads is not None:
+            self.emit(f"_named_barrier({self.constant(CONSUMER_BARRIER)}, {self.constant(s.threads)})", depth)
         elif isinstance(s, Barrier):
             self.emit("cuda.syncthreads()", depth)
         elif isinstance(s, AsyncCommit):
@@ -271,6 +274,13 @@ class KernelWriter:
             self.emit(f"_mbarrier_wait({bars}, {self.index(s.slot)}, {self.index(s.parity)})", depth)
         elif isinstance(s, TileCopy):
             self.tile_copy(s, depth)
+        elif isinstance(s, BarrierArrive):
+            lane0 = f"cuda.threadIdx.x % {self.constant(32)} == {self.constant(0)}"
+            guard = lane0 if s.predicate is None else f"{lane0} and {self.cond(s.predicate)}"
+            self.emit(f"if {guard}:", depth)
+            self.emit(f"_mbarrier_arrive({self.name(s.barriers, s.barriers.name)}, {self.index(s.slot)})", depth + 1)
+        elif isinstance(s, Specialized):
+            self.specialized(s, depth)
         else:
             raise InternalError(f"cannot emit {type(s).__name__}")
 
@@ -283,9 +293,20 @@ class KernelWriter:
             self.emit(f"_mbarrier_init({bars}, {self.constant(slot)}, {self.constant(s.count)})", depth + 1)
         self.emit("_fence_barrier_init()", depth + 1)
 
+    def specialized(self, s: Specialized, depth: int) -> None:
+        """The producer warpgroup's part (its first thread's), else the consumers'."""
+        self.emit(f"if cuda.threadIdx.y == {self.constant(s.consumer_warpgroups)}:", depth)
+        self.emit(f"if cuda.threadIdx.x == {self.constant(0)}:", depth + 1)
+        self.producing = True
+        self.stmt(s.producer, depth + 2)
+        self.producing = False
+        self.emit("else:", depth)
+        self.stmt(s.consumers, depth + 1)
+
     def tile_copy(self, s: TileCopy, depth: int) -> None:
         """The block's first thread announces a slot's bytes and issues its TMA boxes."""
-        first = self.name(FIRST_THREAD, "_first_thread")
+        # NOTE: in a producer warpgroup's part only its first thread runs at all
+        first = "True" if self.producing else self.name(FIRST_THREAD, "_first_thread")
         guard = first if s.predicate is None else f"{first} and {self.cond(s.predicate)}"
         bars, slot = self.name(s.barriers, s.barriers.name), self.index(s.slot)
         self.emit(f"if {guard}:", depth)
@@ -608,6 +629,9 @@ class KernelWriter:
             self.emit(f"{self.name(b, b.name)} = {base}[{offset}:{offset + nbytes}].view({view})", 1)
         self.dynamic_shared = layout.total_bytes
 
+
+#: the named barrier of a warp-specialized kernel's consumer threads (0 is __syncthreads')
+CONSUMER_BARRIER = 1
 
 #: the key of the kernel's flag: this thread is the block's first (it readies barriers,
 #: issues TMA copies)

@@ -58,9 +58,9 @@ def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str
 
 def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     """``s`` as text; ``names`` maps the variables of enclosing loops to their shown names."""
-    from .stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, BarrierInit, BarrierWait, BoxCopy, For,
-                       FragmentLoad, Kernel, ProxyFence, Seq, Store, TileCopy, WarpgroupFence, WarpgroupMma,
-                       WarpgroupWait, WarpMma)
+    from .stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, BoxCopy,
+                       For, FragmentLoad, Kernel, ProxyFence, Seq, Specialized, Store, TileCopy, WarpgroupFence,
+                       WarpgroupMma, WarpgroupWait, WarpMma)
 
     names = {} if names is None else names
     pad = "  " * indent
@@ -88,7 +88,16 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
         blocks += ", 128-byte swizzle" if b.swizzle else ""
         return f"{pad}{b.name} = alloc {b.scope} {b.dtype}[{shape}]{blocks}\n{stmt_to_str(s.body, indent, names)}"
     if isinstance(s, Barrier):
-        return f"{pad}syncthreads()"
+        return f"{pad}syncthreads()" if s.threads is None else f"{pad}bar.sync(1, {s.threads})  # the consumers"
+    if isinstance(s, BarrierArrive):
+        line = f"mbarrier.arrive({s.barriers.name}[{expr_to_str(s.slot, 0, names)}])  # each warp's first lane"
+        if s.predicate is not None:
+            return f"{pad}if {expr_to_str(s.predicate, 0, names)}:\n{pad}  {line}"
+        return pad + line
+    if isinstance(s, Specialized):
+        return (f"{pad}if threadIdx.y == {s.consumer_warpgroups}:  # the producer warpgroup's first thread\n"
+                f"{stmt_to_str(s.producer, indent + 1, names)}\n{pad}else:  # the consumer warpgroups\n"
+                f"{stmt_to_str(s.consumers, indent + 1, names)}")
     if isinstance(s, AsyncCommit):
         return f"{pad}cp.async.commit_group()"
     if isinstance(s, AsyncWait):

@@ -12,7 +12,8 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
                                                  where in_bounds is given and false, a
                                                  zero is stored instead of value
              | Allocate(buffer, body)            shared or local storage live in body
-             | Barrier()                         __syncthreads() for every thread of a block
+             | Barrier(threads)                  __syncthreads() for every thread of a block
+                                                 (threads: a named barrier of the first ones)
              | AsyncCommit()                     close the thread's group of cp.async copies
              | AsyncWait(pending)                wait until at most ``pending`` of the
                                                  thread's committed groups are in flight
@@ -42,6 +43,12 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
                                                  nbytes on the barrier, then issues the
                                                  BoxCopy statements (TMA) that land them
              | BoxCopy(buffer, index, tensor_map, coords)
+             | BarrierArrive(barriers, slot, predicate)
+                                                 the first lane of each warp arrives
+             | ProducerLoop(var, extent, body)  a warp-specialized ring's producer
+             | Specialized(producer, consumers, consumer_warpgroups)
+                                                 the producer warpgroup's and the
+                                                 consumer warpgroups' parts of a kernel
     TensorMap := (name, tensor, box_rows, box_cols, swizzle)
                                                  a kernel parameter: how TMA copies boxes
                                                  of a global 2-D tensor
@@ -150,7 +157,11 @@ class Allocate(Stmt):
 
 @dataclass(frozen=True, eq=False)
 class Barrier(Stmt):
-    pass
+    """``__syncthreads()``; with ``threads``, a named barrier (``bar.sync 1, threads``) that
+    only the first ``threads`` threads of the block meet at: the consumer warpgroups of a
+    warp-specialized kernel (:class:`Specialized`), whose producer never reaches it."""
+
+    threads: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -318,6 +329,39 @@ class TileCopy(Stmt):
     nbytes: int
     boxes: tuple
     predicate: Expr | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class BarrierArrive(Stmt):
+    """Where ``predicate`` holds (None: always), the first lane of each warp arrives on
+    ``barriers[slot]`` (a consumer warp releasing a ring slot it is done reading)."""
+
+    barriers: Buffer
+    slot: Expr
+    predicate: Expr | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ProducerLoop(Stmt):
+    """The producer's loop over a warp-specialized ring's tiles (``var`` from 0 to
+    ``extent - 1``; its body waits for a slot to be released, then fills it), placed where
+    the ring's prologue would be; ``tcomp.lower.warp_roles`` moves it into the producer
+    warpgroup's part of the kernel."""
+
+    var: Var
+    extent: int
+    body: Stmt
+
+
+@dataclass(frozen=True, eq=False)
+class Specialized(Stmt):
+    """A warp-specialized kernel's two parts: the block's last warpgroup (threadIdx.y ==
+    ``consumer_warpgroups``) is the producer, whose first thread runs ``producer``; the
+    warpgroups before it run ``consumers``."""
+
+    producer: Stmt
+    consumers: Stmt
+    consumer_warpgroups: int
 
 
 @dataclass(frozen=True, eq=False)

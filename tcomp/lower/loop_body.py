@@ -40,6 +40,9 @@ class BodyStep:
     kind: str  # "fill" | "commit" | "prefetch" | "land" | "issue" | "barrier" | "inner" | "epilogue"
     stage: Stage | None = None  # the producer (fill, commit, prefetch) or epilogue
     why: str = ""  # for a barrier: what it separates
+    #: for the two barriers of staged tiles: "refill" (every thread is done with the slot
+    #: or tile about to be refilled) or "landed" (every thread's share has landed)
+    staging: str = ""
 
 
 def placements(schedule) -> tuple[dict, dict]:
@@ -80,10 +83,10 @@ def loop_body(stage: Stage, var, layouts: dict, attached_at: dict, reverse_at: d
     if staged:
         # one barrier before the commit protects the tile that the last iteration read
         names = ", ".join(p.name for p in staged)
-        return (BodyStep("barrier", why=f"before {names} is refilled"),
+        return (BodyStep("barrier", why=f"before {names} is refilled", staging="refill"),
                 *[BodyStep("land" if p.pipeline_stages else "commit", p) for p in staged],
                 *[f for f in fills if f.kind != "barrier"],
-                BodyStep("barrier", why=f"after {names} is committed"),
+                BodyStep("barrier", why=f"after {names} is committed", staging="landed"),
                 *[BodyStep("issue" if p.pipeline_stages else "prefetch", p) for p in staged],
                 inner, *epilogue)
     trailing = []

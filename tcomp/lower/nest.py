@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from ..dtypes import itemsize
 from ..errors import InternalError, LoweringError
-from ..ir.expr import Expr, IntImm, Load, Reduce, TensorRead, binary, logical_and, reduction_identity
+from ..ir.expr import Expr, IntImm, Load, Reduce, TensorRead, binary, compare, logical_and, reduction_identity
 from ..ir.simplify import simplify
-from ..ir.stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, BarrierInit, BarrierWait, Buffer, For, Stmt, Store,
-                       seq)
+from ..ir.stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, Buffer, For,
+                       ProducerLoop, Stmt, Store, seq)
 from ..ir.visitor import free_vars, rewrite, substitute
 from ..schedule.stage import Stage
 from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers
 from .pipeline import prologue_of, stage_through_ring
 from .tensor_copies import stage_through_boxes, tensor_map_table
-from .loop_body import loop_body, loop_kind, placements
+from .loop_body import loop_body, loop_kind, placements, runs_again
 
 
 class NestBuilder:
@@ -115,6 +115,10 @@ class NestBuilder:
             if any(step.kind == "land" and step.stage is p for step in steps):
                 _check_overlapped(p, pl, stage, var, kind, "pipeline")
                 if p.pipeline_copy == "tma":
+                    if runs_again(stage, var, self.layouts):
+                        raise LoweringError(f"pipeline(copy=\"tma\") of {p.name}: its ring's barriers count the "
+                                            f"tiles of one run of loop {var.name} of {stage.name}, which a serial loop "
+                                            "around runs again; pipeline it with cp.async")
                     barriers = barriers or Buffer(f"{var.name}_landed", "uint64", (p.pipeline_stages,), "shared")
                     rings[p] = stage_through_boxes(p, pl, self.tensor_read(pl), var, extent, p.pipeline_stages,
                                                    p.pipeline_reader_lag, barriers, self.tensor_map)
@@ -124,9 +128,19 @@ class NestBuilder:
             elif pl.scope != "global":  # a global buffer is a kernel argument, shared by all
                 allocs.append(pl.buffer)
         _check_ring_sizes(rings, stage, var)
+        specialized = any(p.pipeline_specialized for p in rings)
+        released = Buffer(f"{var.name}_released", "uint64", (barriers.size,), "shared") if specialized else None
+        plain_fills = any(step.kind == "fill" for step in steps)
         body = []
         for step in steps:
-            if step.kind == "barrier":
+            if step.kind == "barrier" and specialized and step.staging:
+                # the consumers release the slot the block barrier protected; the tiles land
+                # on the slots' barriers (block barriers stay only for tiles filled here)
+                if step.staging == "refill":
+                    body.append(_release(rings, var, released))
+                if plain_fills:
+                    body.append(Barrier())
+            elif step.kind == "barrier":
                 body.append(Barrier())
             elif step.kind == "inner":
                 body.append(inner)
@@ -135,6 +149,8 @@ class NestBuilder:
             elif step.kind == "land":  # one wait for every ring's copies of this tile
                 if step.stage is next(iter(rings)):
                     body.append(_landing(step.stage, var, barriers))
+            elif step.kind == "issue" and specialized:
+                continue  # the producer warpgroup's
             elif step.kind == "issue":
                 body.append(rings[step.stage].issue)
                 if step.stage is list(rings)[-1] and barriers is None:
@@ -147,10 +163,15 @@ class NestBuilder:
         for b in reversed(allocs):
             loop = Allocate(b, loop)
         loop = For(var, extent, kind, loop)
-        if rings:
+        if specialized:  # the inits' block barrier and the warpgroups' roles: tcomp.lower.warp_roles
+            producer = _producer_loop(list(rings.values()), extent, released)
+            loop = Allocate(barriers, Allocate(released, seq(BarrierInit(barriers, len(rings)),
+                                                             BarrierInit(released, 0), producer, loop)))
+        elif rings:
             loop = seq(prologue_of(list(rings.values())), loop)
             if barriers is not None:  # each ring's copy of a tile is one arrival on its slot's barrier
                 loop = Allocate(barriers, seq(BarrierInit(barriers, len(rings)), Barrier(), loop))
+        if rings:
             for ring in reversed(list(rings.values())):
                 loop = Allocate(ring.ring, loop)
         if staged:
@@ -165,6 +186,26 @@ class NestBuilder:
         the tile's own buffer, which ``stage_through_boxes`` then refuses)."""
         body = layout.body
         return self.load(body).buffer if isinstance(body, TensorRead) else layout.buffer
+
+
+def _release(rings: dict, loop, released: Buffer) -> Stmt:
+    """At the start of iteration ``loop`` of a warp-specialized ring, each consumer warp
+    releases the slot read ``reader_lag + 1`` iterations before (its readers retired at
+    the end of the last iteration)."""
+    ring = next(iter(rings.values()))
+    behind = 1 + ring.ring.reader_lag
+    return BarrierArrive(released, binary("%", binary("-", loop, behind), ring.stages),
+                         compare("<", behind - 1, loop))
+
+
+def _producer_loop(rings: list, extent: int, released: Buffer) -> Stmt:
+    """The producer's loop over the tiles: each waits until its slot's last tile has been
+    released (a fresh barrier counts as released once: the first use of each slot waits
+    for nothing), then the copies of every ring."""
+    tile, stages = rings[0].prologue_tile, rings[0].stages
+    copies = [substitute(r.producer, {r.prologue_tile: tile}) for r in rings]
+    free = BarrierWait(released, binary("%", tile, stages), binary("%", binary("+", binary("//", tile, stages), 1), 2))
+    return ProducerLoop(tile, extent, seq(free, *copies))
 
 
 def _landing(stage: Stage, loop, barriers) -> Stmt:
@@ -190,7 +231,7 @@ def _check_overlapped(producer: Stage, layout: StageLayout, consumer: Stage, var
 def _check_ring_sizes(rings: dict, consumer: Stage, var) -> None:
     """The pipelined tiles of one loop share its waits, so they keep as many tiles in flight."""
     for what, key in (("stage counts", "pipeline_stages"), ("reader lags", "pipeline_reader_lag"),
-                      ("copies", "pipeline_copy")):
+                      ("copies", "pipeline_copy"), ("producers", "pipeline_specialized")):
         counts = {p.name: getattr(p, key) for p in rings}
         if len(set(counts.values())) > 1:
             shown = ", ".join(f"{name}: {n}" for name, n in counts.items())

@@ -14,6 +14,7 @@ from .shared_reuse import share_shared_memory
 from .warp_shuffle import shuffle_within_warps
 from .tensorize import tensorize_loops
 from .thread_reduction import reduce_across_threads
+from .warp_roles import split_warp_roles
 from .warpgroup import order_warpgroup_mma
 
 
@@ -154,5 +155,6 @@ KERNEL_PASSES = (
     ("drop_unit_loops", drop_unit_loops),
     ("shuffle_within_warps", shuffle_within_warps),
     ("share_shared_memory", share_shared_memory),
+    ("split_warp_roles", split_warp_roles),
     ("simplify_in_loop_ranges", simplify_in_loop_ranges),
 )

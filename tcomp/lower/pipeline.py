@@ -68,6 +68,9 @@ class RingFill:
     prologue_tile: Var
     issue: Stmt  # in iteration ko: the copies of tile ko + stages - 1, guarded
     copy: str = "cp.async"  # or "tma" (tcomp.lower.tensor_copies)
+    #: (TMA) the copies of tile ``prologue_tile`` into slot ``prologue_tile % stages``,
+    #: unguarded: the body of a warp-specialized producer's loop
+    producer: Stmt | None = None
 
     def reading_slot(self, body: Stmt, loop: Var) -> Stmt:
         """``body`` (compute, at iteration ``loop``) reading the ring's slot ``loop % stages``."""

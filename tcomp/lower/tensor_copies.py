@@ -77,7 +77,8 @@ def stage_through_boxes(stage, layout, tensor: Buffer, loop: Var, extent: int, s
     tile_var = Var(f"{loop.name}_ahead", loop.dtype)
     prologue = copy_of(tile_var, tile_var, compare("<", tile_var, extent) if distance > extent else None)
     issue = copy_of(ahead, binary("%", ahead, stages), compare("<", ahead, extent))
-    return RingFill(tile, ring, stages, prologue, tile_var, issue, copy="tma")
+    producer = copy_of(tile_var, binary("%", tile_var, stages))
+    return RingFill(tile, ring, stages, prologue, tile_var, issue, copy="tma", producer=producer)
 
 
 def _box_origin(stage, layout, tensor: Buffer) -> tuple:

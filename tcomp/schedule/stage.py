@@ -144,6 +144,7 @@ class Stage:
         self.pipeline_stages: int | None = None  # s.pipeline: tiles in the ring
         self.pipeline_reader_lag = 0  # s.pipeline: iterations a slot's readers may run on
         self.pipeline_copy = "cp.async"  # s.pipeline: what fills the ring's slots
+        self.pipeline_specialized = False  # s.pipeline: a producer warpgroup fills them
         self.rfactor_parts: int | None = None  # s.rfactor: the partial results this stage combines
 
     # ------------------------------------------------------------------ inspection
@@ -534,7 +535,7 @@ class Stage:
         self.double_buffered = True
 
     @primitive
-    def pipeline(self, stages: int = 3, reader_lag: int = 0, copy: str = "cp.async"):
+    def pipeline(self, stages: int = 3, reader_lag: int = 0, copy: str = "cp.async", specialized: bool = False):
         """Keep ``stages - 1`` tiles in flight: for a shared tile computed at a serial loop
         (the k step of a matmul), a ring of ``stages`` tiles in shared memory, filled by
         asynchronous copies (cp.async) issued ``stages - 1`` iterations ahead, so that the
@@ -559,7 +560,15 @@ class Stage:
         the whole tile in boxes of 128-byte rows, and every thread waits for the slot's
         mbarrier instead of its own copies; ``tcomp.lower.tensor_copies`` says which
         tiles it takes: a 2-D tensor's box, copied unchanged into a tile in the 128-byte
-        swizzle whose 128-byte columns are contiguous, ``storage_swizzle(rows)``).
+        swizzle whose 128-byte columns are contiguous, ``storage_swizzle(panels=True)``).
+
+        ``specialized`` (TMA only): a warpgroup of its own produces the tiles. The block gets
+        one more warpgroup, whose first thread copies every tile as soon as its slot is
+        free; the others (the consumers) wait for a slot's tile on its "full" mbarrier and
+        release it on its "empty" one once their reads of it are retired, with no block
+        barrier in the loop (``tcomp.lower.warp_roles``). The tiles' loop must be inside
+        loops bound to blocks and threads only, the block's threads warpgroups of 128 on
+        ``threadIdx.x`` (the wgmma tilings).
         """
         self._check_placeable()
         if not isinstance(stages, int) or isinstance(stages, bool) or not 2 <= stages <= 8:
@@ -571,10 +580,15 @@ class Stage:
         if copy not in PIPELINE_COPIES:
             raise ScheduleError(f"pipeline of {self.name}: copy must be one of {', '.join(map(repr, PIPELINE_COPIES))}, "
                                 f"not {copy!r}")
+        if specialized not in (False, True) or (specialized and copy != "tma"):
+            raise ScheduleError(f"pipeline of {self.name}: specialized must be True or False, and True only with "
+                                f"copy=\"tma\" (a producer warpgroup issues TMA copies); got specialized={specialized!r}, "
+                                f"copy={copy!r}")
         self._check_not_overlapped(self.double_buffered, "double buffered")
         self.pipeline_stages = stages
         self.pipeline_reader_lag = reader_lag
         self.pipeline_copy = copy
+        self.pipeline_specialized = bool(specialized)
 
     def _check_not_overlapped(self, already: bool, how: str) -> None:
         if already:

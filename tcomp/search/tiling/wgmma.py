@@ -21,7 +21,7 @@ WGMMA_OTHER_REGISTERS = 56
 
 
 def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fastest=False, swizzle=True,
-                in_flight=1, stage_output=None, copy="cp.async"):
+                in_flight=1, stage_output=None, copy="cp.async", specialized=False):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks,
     each a column of BM / 64 warpgroups (``threadIdx.y``) that compute 64 x BN tiles with
     Hopper's ``wgmma.mma_async.m64n{BN}k16``: thread t of a warpgroup holds rows
@@ -54,7 +54,10 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     ``copy="tma"`` fills the rings by TMA copies instead (``pipeline(copy="tma")``: the
     block's first thread copies each tile in boxes of 128-byte rows, which land in the
     swizzle, each tile stored 128-byte column after column, ``storage_swizzle(panels=
-    True)``), where both operands' rows start 16 bytes apart; else by cp.async."""
+    True)``), where both operands' rows start 16 bytes apart; else by cp.async. With
+    ``specialized`` as well a producer warpgroup of its own issues the TMA copies and
+    the warpgroups computing release the slots through mbarriers
+    (``pipeline(specialized=True)``, ``tcomp.lower.warp_roles``)."""
     *lead, M, N = out.shape
     if len(lead) > 1:
         raise ScheduleError(f"wgmma_tiles tiles the last two axes of {out.name} and binds one axis ahead of them "
@@ -111,7 +114,8 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
             s[cache].storage_blocks(8, 8)
             blocked_fill(s, cache, BM // WGMMA_M, WARPGROUP, lanes)
         if stages and (tma or copied_asynchronously(cache, lanes)):
-            s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2), **({"copy": "tma"} if tma else {}))
+            tma_options = {"copy": "tma", **({"specialized": True} if specialized else {})} if tma else {}
+            s[cache].pipeline(stages, reader_lag=min(in_flight, stages - 2), **tma_options)
     s[acc].tensorize(ki, f"wgmma_m64n{BN}k16")
 
 
