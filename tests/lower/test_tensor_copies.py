@@ -1,29 +1,38 @@
 """``s[S].pipeline(stages, copy="tma")``: rings whose slots the block's first thread fills
-with TMA boxes that land in the 128-byte swizzle and complete on one mbarrier a slot;
-lowered, run in the simulator through the instructions' Python models at shapes no tile
-divides (the boxes' zero fill past the edges), refused with the reason where a tile is not
-a box, and assembled for sm_90a offline."""
+with TMA boxes that land in the 128-byte swizzle and complete on one mbarrier a slot, and
+(``specialized=True``) rings that a producer warpgroup of its own fills while the consumer
+warpgroups release the slots on mbarriers; lowered, run in the simulator through the
+instructions' Python models at shapes no tile divides (the boxes' zero fill past the
+edges), refused with the reason where a tile is not a box, and assembled for sm_90a
+offline."""
 
 import shutil
 import sys
 from itertools import product
 from pathlib import Path
 
+import ml_dtypes
+import numpy as np
 import pytest
 
 import tcomp as tc
 from tcomp.ir.expr import Var
-from tcomp.ir.stmt import AsyncCommit, AsyncWait, BarrierInit, BarrierWait, Buffer, BoxCopy, Store, TileCopy
+from tcomp.ir.stmt import (AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, Buffer, BoxCopy,
+                           Specialized, Store, TileCopy)
 from tcomp.ir.visitor import walk
 from tcomp.lower.matrix_operands import index_function
 from tcomp.lower.nest import blocked_index
 from tcomp.lower.warpgroup import _operand_layout
 from tcomp.search.tiling import wgmma_tiles
 from tcomp.target.wgmma_layout import b_address
-from workloads import check_16_bit_product, json_from_a_process_without_the_simulator
+from workloads import check_16_bit_product, int_sentinel, json_from_a_process_without_the_simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import ffn_bf16  # noqa: E402
 import gemm_bf16  # noqa: E402
+
+
+BF16 = ml_dtypes.bfloat16
 
 
 def _gemm(M, N, K, **tiles):
@@ -85,6 +94,66 @@ def test_a_tma_ring_matches_float64_in_the_simulator_where_no_tile_divides(M, N,
     check_16_bit_product(s, M, N, K, "bfloat16", rng)
 
 
+def test_a_specialized_ring_has_a_producer_warpgroup_and_no_block_barrier_in_its_loop():
+    """The block gets a third warpgroup; the barriers are readied before the roles part;
+    the producer's first thread runs the blocks' loops and its own loop over the tiles,
+    which waits for each slot's release; the consumers' loop releases a slot a warp at a
+    time and waits for its tile, with no block barrier."""
+    _, s = _gemm(256, 256, 640, BM=128, BN=128, BK=64, stages=4, specialized=True)
+    kernel = tc.lower(s).kernels[0]
+    assert kernel.block == (128, 3, 1)
+    inits = [n for n in walk(kernel.body) if isinstance(n, BarrierInit)]
+    assert [(i.barriers.name, i.count) for i in inits] == [("k_o_landed", 2), ("k_o_released", 8)]
+    (roles,) = [n for n in walk(kernel.body) if isinstance(n, Specialized)]
+    assert roles.consumer_warpgroups == 2
+    producer = list(walk(roles.producer))
+    assert sum(isinstance(n, TileCopy) for n in producer) == 2
+    assert [n.barriers.name for n in producer if isinstance(n, BarrierWait)] == ["k_o_released"]
+    consumers = list(walk(roles.consumers))
+    assert not any(isinstance(n, (TileCopy, BarrierInit)) for n in consumers)
+    assert sum(isinstance(n, BarrierArrive) for n in consumers) == 1
+    assert not any(isinstance(n, Barrier) for n in consumers)  # the C tile is stored from registers
+    assert "the producer warpgroup" in str(kernel)
+    assert tc.check(s).legal
+
+
+@pytest.mark.parametrize("M, N, K, tiles", [
+    (70, 64, 328, dict(BM=64, BN=64, BK=64, stages=3)),  # 6 k steps through 3 slots, one chain left running
+    (64, 64, 264, dict(BM=64, BN=64, BK=64, stages=2)),  # 5 k steps through 2 slots, every release waited for
+])
+def test_a_specialized_ring_matches_float64_in_the_simulator(M, N, K, tiles, rng):
+    _, s = _gemm(M, N, K, specialized=True, **tiles)
+    assert any(isinstance(n, Specialized) for n in walk(tc.lower(s).kernels[0].body))
+    check_16_bit_product(s, M, N, K, "bfloat16", rng)
+
+
+def test_the_ffn_epilogue_of_a_specialized_ring_meets_at_the_consumers_barrier(rng):
+    """The FFN projection's output tile, staged in the rings' bytes for 16-byte stores:
+    the consumers' block barriers become named barriers of their 128 threads, which the
+    producer warpgroup never joins; int8 within one step of tc.evaluate."""
+    M, N, K = 70, 128, 200
+    out = ffn_bf16.algorithm(M, N, K)
+    s = tc.create_schedule(out)
+    ffn_bf16.schedule(s, out, copy="tma", specialized=True)
+    kernel = tc.lower(s).kernels[0]
+    (roles,) = [n for n in walk(kernel.body) if isinstance(n, Specialized)]
+    named = [n.threads for n in walk(roles.consumers) if isinstance(n, Barrier)]
+    assert named and set(named) == {128 * roles.consumer_warpgroups}
+    feeds = {p: (rng.standard_normal(p.shape) / (1.0 if p.name == "A" else np.sqrt(K))).astype(BF16)
+             for p in _placeholders(out)}  # A and W, both bfloat16
+    want = tc.evaluate(out, feeds)
+    got = np.full((M, N), int_sentinel("int8", want), np.int8)
+    tc.build(s)(*feeds.values(), got)
+    diff = np.abs(got.astype(int) - want.astype(int))
+    assert diff.max() <= 1 and (diff > 0).mean() <= 0.01
+
+
+def _placeholders(out):
+    from tcomp.lang.evaluate import placeholders_of
+
+    return placeholders_of(out)
+
+
 def test_tiles_that_are_not_boxes_are_refused_with_the_reason():
     # K = 1001: rows of 2002 bytes, no TMA pitch; wgmma_tiles falls back to cp.async by itself
     _, s = _gemm(128, 128, 1001, BM=128, BN=128, BK=64, stages=3)
@@ -118,6 +187,8 @@ def test_bad_copy_requests_are_refused_where_they_are_made():
         stage.pipeline(3, copy="bulk")
     with pytest.raises(tc.ScheduleError, match="panels must be True or False"):
         stage.storage_swizzle(panels=64)
+    with pytest.raises(tc.ScheduleError, match="True only with copy=\"tma\""):
+        stage.pipeline(3, specialized=True)
 
 
 _ASSEMBLE = """
@@ -128,19 +199,28 @@ from tcomp.codegen.ptx import ptx_report
 from tcomp.lower import lower
 out = gemm_bf16.algorithm(4096, 4096, 4096)
 s = tc.create_schedule(out)
-gemm_bf16.wgmma_tiles(s, out, "C", "A", "W", BM=128, BN=256, BK=64, stages=4, copy="tma")
-(r,) = ptx_report(lower(s))
-print(json.dumps(dict(spills=r.spill_stores + r.spill_loads, registers=r.registers,
-                      tma=r.ptx.count("cp.async.bulk.tensor.2d"), waits=r.ptx.count("mbarrier.try_wait.parity"),
-                      cp_async=r.ptx.count("cp.async.cg"))))
+report = {}
+for specialized in (False, True):
+    s = tc.create_schedule(out)
+    gemm_bf16.wgmma_tiles(s, out, "C", "A", "W", BM=128, BN=256, BK=64, stages=4, copy="tma",
+                          specialized=specialized)
+    (r,) = ptx_report(lower(s))
+    report[str(specialized)] = dict(spills=r.spill_stores + r.spill_loads, registers=r.registers,
+                                    tma=r.ptx.count("cp.async.bulk.tensor.2d"),
+                                    waits=r.ptx.count("mbarrier.try_wait.parity"),
+                                    arrivals=r.ptx.count("mbarrier.arrive.shared"),
+                                    cp_async=r.ptx.count("cp.async.cg"))
+print(json.dumps(report))
 """
 
 
 @pytest.mark.skipif(shutil.which("ptxas") is None, reason="needs CUDA's ptxas on the PATH")
-def test_the_tma_kernel_assembles_for_sm90a_without_spills():
+def test_the_tma_kernels_assemble_for_sm90a_without_spills():
     report = json_from_a_process_without_the_simulator(["-c", _ASSEMBLE])
-    assert report["spills"] == 0 and report["registers"] <= 168
-    assert report["tma"] >= 5 and report["waits"] >= 1 and report["cp_async"] == 0  # one A box and four W boxes
+    for kind, stats in report.items():
+        assert stats["spills"] == 0 and stats["registers"] <= 168, kind  # 384 threads of one block: 170 at most
+        assert stats["tma"] >= 5 and stats["waits"] >= 1 and stats["cp_async"] == 0, kind  # one A box, four W boxes
+    assert report["True"]["arrivals"] >= 1 and report["True"]["waits"] >= 2  # the releases, and their waits
 
 
 @pytest.mark.gpu
@@ -149,6 +229,8 @@ def test_tma_rings_match_float64_on_the_gpu(rng):
     the arguments' pointers, the boxes' zero fill, the barriers' phases."""
     for M, N, K, tiles in ((70, 128, 136, dict(BM=64, BN=128, BK=64, stages=3)),
                            (333, 512, 1000, dict(BM=128, BN=256, BK=64, stages=4)),
-                           (256, 512, 384, dict(BM=128, BN=128, BK=64, stages=4))):
+                           (256, 512, 384, dict(BM=128, BN=128, BK=64, stages=4)),
+                           (333, 512, 1000, dict(BM=128, BN=256, BK=64, stages=4, specialized=True)),
+                           (70, 64, 328, dict(BM=64, BN=64, BK=64, stages=3, specialized=True))):
         _, s = _gemm(M, N, K, **tiles)
         check_16_bit_product(s, M, N, K, "bfloat16", rng)
