@@ -589,7 +589,9 @@ class KernelWriter:
         self.stmt(k.body, 1)
         if len(self.lines) == body_lines_start:
             self.emit("pass", 1)
-        head = [f"@cuda.jit(cache={not self.simulator})", f"def {k.name}({', '.join(params)}):"]
+        bounds = launch_bounds(k)
+        options = f", launch_bounds={bounds}" if bounds and not self.simulator else ""
+        head = [f"@cuda.jit(cache={not self.simulator}{options})", f"def {k.name}({', '.join(params)}):"]
         return "\n".join(head + self.lines) + "\n"
 
     def declare_dynamic_shared(self, shared: list, layout) -> None:
@@ -684,6 +686,15 @@ def _lane_uniform(condition, loop: For) -> tuple:
 def _fold_indices(e):
     """Simplify the indices of the loads in ``e`` after a substitution."""
     return rewrite(e, lambda n: Load(n.buffer, simplify(n.index)) if isinstance(n, Load) else None)
+
+
+def launch_bounds(kernel: Kernel) -> tuple | None:
+    """``(threads a block, 1)`` for ptxas where the kernel must fit its register budget to
+    that many threads (a warp-specialized kernel: three or more warpgroups, 170 registers
+    a thread at most for 384), else None (ptxas's choice)."""
+    if any(isinstance(n, Specialized) for n in walk(kernel.body)):
+        return (kernel.block[0] * kernel.block[1] * kernel.block[2], 1)
+    return None
 
 
 def kernel_signature(kernel: Kernel) -> tuple:

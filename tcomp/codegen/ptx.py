@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import CodegenError
-from .cuda_source import kernel_signature, program_source
+from .cuda_source import kernel_signature, launch_bounds, program_source
 from .runtime import import_source
 from .typing_memo import memoized_typing
 
@@ -48,7 +48,9 @@ def ptx_report(program, ptxas: str | None = None) -> list:
     for kernel in program.kernels:
         fn = getattr(module, kernel.name).py_func
         with memoized_typing():
-            ptx, _ = cuda.compile_ptx(fn, kernel_signature(kernel), cc=(9, 0, "a"))
+            bounds = launch_bounds(kernel)
+            ptx, _ = cuda.compile_ptx(fn, kernel_signature(kernel), cc=(9, 0, "a"),
+                                      **({"launch_bounds": bounds} if bounds else {}))
         reports.append(assemble(kernel.name, ptx, ptxas))
     return reports
 

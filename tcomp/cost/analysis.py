@@ -55,7 +55,7 @@ from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var, WarpShuffle
 from ..ir.functions import scalar_function
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, BarrierWait, Buffer, For, FragmentLoad,
-                       Kernel, Seq, TileCopy,
+                       Kernel, Seq, Specialized, TileCopy,
                        Store, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, walk
 from ..target.storage import kernel_shared_bytes
@@ -375,6 +375,9 @@ class _KernelWalk:
             self.async_ahead = ahead if self.async_ahead is None else min(self.async_ahead, ahead)
         elif isinstance(s, TileCopy):
             self._tile_copy(s, loops)
+        elif isinstance(s, Specialized):  # the producer's copies, and the consumers' work
+            self._stmt(s.producer, loops)
+            self._stmt(s.consumers, loops)
         elif isinstance(s, WarpgroupWait):
             if s.pending == 0 and any(f.kind == "serial" for f in loops):
                 self.chain_drains += _serial_product(loops) * _unrolled_product(loops)
@@ -759,6 +762,8 @@ class _RoundCounter:
             return total
         if isinstance(s, TileCopy):  # TMA: global to shared, waited for on a barrier later
             return _Rounds(asynchronous=1.0)
+        if isinstance(s, Specialized):  # the consumers wait for the producer's copies as for their own
+            return self._rounds(s.producer, loops).overlapped(self._rounds(s.consumers, loops))
         return _Rounds()
 
     def _store(self, s: Store, loops) -> _Rounds:

@@ -18,6 +18,9 @@ from .split_k import tensor_core_slices, tensor_core_slices_valid
 
 #: registers a wgmma thread needs besides its accumulators (ptxas: 118 with 64 of them)
 WGMMA_OTHER_REGISTERS = 56
+#: the same in a warp-specialized kernel compiled to its launch bounds (ptxas: 154 with
+#: 128 of them for 128 x 256 blocks, 168 for the FFN's epilogue)
+SPECIALIZED_OTHER_REGISTERS = 40
 
 
 def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fastest=False, swizzle=True,
@@ -165,11 +168,12 @@ class WgmmaTiling(Rule):
     (``rows_fastest``) column by column; where the output's blocks leave SMs idle, k in
     ``split_k`` slices on ``blockIdx.z``, added afterwards (``tensor_core_slices``); the
     rings filled by cp.async or (``copy="tma"``, where the operands are 2-D tensors whose
-    rows start 16 bytes apart) by TMA boxes."""
+    rows start 16 bytes apart) by TMA boxes, which (``specialized``) a producer warpgroup
+    of its own may issue."""
 
     name = "wgmma_tiling"
 
-    defaults = {"split_k": 1, "copy": "cp.async"}
+    defaults = {"split_k": 1, "copy": "cp.async", "specialized": False}
 
     def applies(self, group, space):
         product = product_stage(group, any_layout=True)
@@ -178,7 +182,8 @@ class WgmmaTiling(Rule):
 
     def choices(self, group, space):
         return {"BM": [64, 128, 192, 256], "BN": [64, 128, 192, 256], "BK": [64, 128], "stages": [3, 4],
-                "rows_fastest": [False, True], "split_k": [1, 2, 4, 8], "copy": ["cp.async", "tma"]}
+                "rows_fastest": [False, True], "split_k": [1, 2, 4, 8], "copy": ["cp.async", "tma"],
+                "specialized": [False, True]}
 
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
@@ -188,8 +193,13 @@ class WgmmaTiling(Rule):
             return False
         if p.get("copy") == "tma" and not copied_by_tma(group):
             return False
-        threads = WARPGROUP * p["BM"] // WGMMA_M
-        registers = p["BN"] // 2 + WGMMA_OTHER_REGISTERS  # the accumulators and the rest
+        specialized = p.get("specialized", False)
+        if specialized and p.get("copy") != "tma":
+            return False
+        threads = WARPGROUP * (p["BM"] // WGMMA_M + specialized)  # a producer warpgroup of its own
+        # NOTE: a specialized kernel is compiled to its launch bounds, which ptxas meets
+        # with fewer registers besides the accumulators (154 a thread for 128 of them)
+        registers = p["BN"] // 2 + (SPECIALIZED_OTHER_REGISTERS if specialized else WGMMA_OTHER_REGISTERS)
         shared = shared_bytes(p["BM"], p["BN"], p["BK"], p["stages"])  # an output tile is staged only if it fits
         return (threads * registers <= space.target.regs_per_sm and shared <= space.target.smem_per_block
                 and tensor_core_slices_valid(group, space, p, p["BM"], p["BN"], p["BK"]))
@@ -198,7 +208,8 @@ class WgmmaTiling(Rule):
         product, a, b = product_stage(group, any_layout=True)
         out, tiled = tensor_core_slices(s, group, product, p["split_k"])
         wgmma_tiles(s, out, tiled, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"], stages=p["stages"],
-                    rows_fastest=p.get("rows_fastest", False), copy=p.get("copy", "cp.async"))
+                    rows_fastest=p.get("rows_fastest", False), copy=p.get("copy", "cp.async"),
+                    specialized=p.get("specialized", False))
 
 
-__all__ = ["OUTPUT_ROW_PAD", "WGMMA_OTHER_REGISTERS", "WgmmaTiling", "output_staged", "shared_bytes", "wgmma_tiles"]
+__all__ = ["OUTPUT_ROW_PAD", "SPECIALIZED_OTHER_REGISTERS", "WGMMA_OTHER_REGISTERS", "WgmmaTiling", "output_staged", "shared_bytes", "wgmma_tiles"]
