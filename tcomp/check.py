@@ -6,7 +6,9 @@ gets a :class:`CheckReport` (reassociated reductions, recomputation factors of t
 producers placed at a consumer's loop); an illegal one raises
 ``tc.IllegalScheduleError`` naming the schedule call, the stages and tensor, the
 violated dependence (in words and as an isl relation), one violating pair of
-iterations and the legal alternatives.
+iterations and the legal alternatives. The lowered kernels' TMA rings are run on a model
+of their slots too (``tcomp.lower.ring_protocol``): a tile read before it lands, or a slot
+refilled while its tile may still be read, is illegal as well.
 """
 
 from __future__ import annotations
@@ -57,6 +59,7 @@ def checked_program(s, target=None):
     :func:`check` otherwise."""
     from .codegen import program_source, simulator_enabled
     from .lower import lower
+    from .lower.ring_protocol import ring_protocol_problems
     from .poly import legality
     from .target import check_resources, get_target
 
@@ -68,6 +71,10 @@ def checked_program(s, target=None):
         err.violation = result.violations[0]
         raise err
     program = lower(s, target=gpu)
+    for kernel in program.kernels:  # the TMA rings' barriers, as lowering placed them
+        problems = ring_protocol_problems(kernel)
+        if problems:
+            raise IllegalScheduleError(f"the protocol of a TMA ring is broken: {problems[0]}")
     check_resources(program, gpu)
     source = program_source(program, simulator_enabled(), target=gpu)
     report = CheckReport(legal=True, reassociations=result.reassociations, recomputation=result.recomputation)

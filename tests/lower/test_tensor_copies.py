@@ -6,6 +6,7 @@ instructions' Python models at shapes no tile divides (the boxes' zero fill past
 edges), refused with the reason where a tile is not a box, and assembled for sm_90a
 offline."""
 
+import re
 import shutil
 import sys
 from itertools import product
@@ -18,7 +19,7 @@ import pytest
 import tcomp as tc
 from tcomp.ir.expr import Var
 from tcomp.ir.stmt import (AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, Buffer, BoxCopy,
-                           Specialized, Store, TileCopy)
+                           Seq, Specialized, Store, TileCopy)
 from tcomp.ir.visitor import walk
 from tcomp.lower.matrix_operands import index_function
 from tcomp.lower.nest import blocked_index
@@ -234,3 +235,69 @@ def test_tma_rings_match_float64_on_the_gpu(rng):
                            (70, 64, 328, dict(BM=64, BN=64, BK=64, stages=3, specialized=True))):
         _, s = _gemm(M, N, K, **tiles)
         check_16_bit_product(s, M, N, K, "bfloat16", rng)
+
+
+def _broken(kernel, fn):
+    """``kernel`` with ``fn`` rewriting its statements (``tcomp.ir.visitor.rewrite``)."""
+    from dataclasses import replace
+
+    from tcomp.ir.visitor import rewrite
+
+    return replace(kernel, body=rewrite(kernel.body, fn))
+
+
+def test_a_broken_ring_protocol_is_found_and_tc_check_refuses_it(monkeypatch):
+    """The model of the slots (``tcomp.lower.ring_protocol``) passes the lowered rings and
+    finds each protocol broken on purpose: a release one iteration early, a producer that
+    waits for the wrong phase, no release at all, a wait for the wrong phase of a landed
+    barrier, copies issued a slot too far ahead; ``tc.check`` refuses a schedule whose
+    lowering breaks it."""
+    from dataclasses import replace
+
+    from tcomp.ir.expr import binary
+    from tcomp.lower import nest
+    from tcomp.lower.ring_protocol import ring_protocol_problems
+
+    _, s = _gemm(256, 256, 640, BM=128, BN=128, BK=64, stages=4, specialized=True)
+    specialized = tc.lower(s).kernels[0]
+    _, s = _gemm(256, 256, 640, BM=128, BN=128, BK=64, stages=4)
+    plain = tc.lower(s).kernels[0]
+    assert ring_protocol_problems(specialized) == [] and ring_protocol_problems(plain) == []
+
+    def early(n):  # release the slot read one iteration before: its chain is still running
+        if isinstance(n, BarrierArrive):
+            return replace(n, slot=binary("%", binary("+", n.slot, 1), 4))
+        return None
+
+    def flipped(n):
+        if isinstance(n, BarrierWait):
+            return replace(n, parity=binary("%", binary("+", n.parity, 1), 2))
+        return None
+
+    def no_release(n):
+        return Seq(()) if isinstance(n, BarrierArrive) else None
+
+    def too_far(n):  # the loop's copies one slot further ahead
+        if isinstance(n, TileCopy) and n.predicate is not None:
+            return replace(n, slot=binary("%", binary("+", n.slot, 1), 4))
+        return None
+
+    for kernel, fn, message in ((specialized, early, "iteration 2 releases slot 1 of A_shared while a wgmma chain reading it"),
+                                (specialized, flipped, "iteration 0 reads slot 0 of A_shared, which holds nothing"),
+                                (specialized, no_release, "the producer's wait on k_o_released.* never returns"),
+                                (plain, flipped, "iteration 0: the wait on k_o_landed.0. .* never returns"),
+                                (plain, too_far, "copied into slot 0 .iteration 1. while a wgmma chain that reads "
+                                                 "tile 0")):
+        problems = ring_protocol_problems(_broken(kernel, fn))
+        assert problems and any(re.search(message, p) for p in problems), (fn.__name__, problems)
+
+    release = nest._release
+    _, s = _gemm(256, 256, 640, BM=128, BN=128, BK=64, stages=4, specialized=True)
+
+    def releases_the_running_slot(rings, loop, released):
+        arrive = release(rings, loop, released)
+        return replace(arrive, slot=binary("%", binary("+", arrive.slot, 1), 4))
+
+    monkeypatch.setattr(nest, "_release", releases_the_running_slot)
+    with pytest.raises(tc.IllegalScheduleError, match="protocol of a TMA ring is broken"):
+        tc.check(s)
