@@ -284,7 +284,7 @@ def test_a_broken_ring_protocol_is_found_and_tc_check_refuses_it(monkeypatch):
 
     for kernel, fn, message in ((specialized, early, "iteration 2 releases slot 1 of A_shared while a wgmma chain reading it"),
                                 (specialized, flipped, "iteration 0 reads slot 0 of A_shared, which holds nothing"),
-                                (specialized, no_release, "the producer's wait on k_o_released.* never returns"),
+                                (specialized, no_release, "iteration 4: the wait on k_o_landed.0. .* never returns"),
                                 (plain, flipped, "iteration 0: the wait on k_o_landed.0. .* never returns"),
                                 (plain, too_far, "copied into slot 0 .iteration 1. while a wgmma chain that reads "
                                                  "tile 0")):
