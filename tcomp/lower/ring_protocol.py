@@ -51,7 +51,7 @@ def ring_protocol_problems(kernel: Kernel) -> list:
     copies = [n for n in walk(kernel.body) if isinstance(n, TileCopy)]
     if not copies:
         return []
-    rings = {box.buffer for c in copies for box in c.boxes}
+    rings = tuple(dict.fromkeys(box.buffer for c in copies for box in c.boxes))  # in the order of their copies
     roles = next((n for n in walk(kernel.body) if isinstance(n, Specialized)), None)
     consumers = roles.consumers if roles is not None else kernel.body
     producer = _events(roles.producer, {}, rings) if roles is not None else iter(())
@@ -90,7 +90,7 @@ class _Slot:
 
 @dataclass
 class _Ring:
-    rings: set
+    rings: tuple
     copies: list
     slots: dict = field(default_factory=dict)  # (ring, slot) -> _Slot
     filled: dict = field(default_factory=dict)  # ring -> tiles copied so far
@@ -149,7 +149,7 @@ class _Ring:
         if node.predicate is not None and not _value(node.predicate, env):
             return
         slot = _value(node.slot, env)
-        for ring in {box.buffer for box in node.boxes}:
+        for ring in dict.fromkeys(box.buffer for box in node.boxes):
             state = self.slots.setdefault((ring, slot), _Slot())
             tile = self.filled.get(ring, 0)
             if state.tile is not None and not state.read:
@@ -215,7 +215,7 @@ class _Producer:
 _RING_LOOP = "iteration"
 
 
-def _events(stmt, env: dict, rings: set):
+def _events(stmt, env: dict, rings: tuple):
     """``(node, environment)`` of the protocol's statements under ``stmt`` in the order
     one thread runs them: serial and unrolled loops that hold some run each iteration
     (the innermost serial one's value is the ring's iteration); other loops once."""
