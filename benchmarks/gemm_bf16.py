@@ -57,6 +57,11 @@ WGMMA_VARIANTS = [
                                                                        specialized=True)),
     ("wgmma 128x128, BK 64, 4 stages, TMA, a producer warpgroup", dict(BM=128, BN=128, BK=64, stages=4, copy="tma",
                                                                        specialized=True)),
+    ("wgmma 128x256, BK 64, 4 stages, rows fastest", dict(BM=128, BN=256, BK=64, stages=4, rows_fastest=True)),
+    ("wgmma 128x256, BK 64, 4 stages, TMA, a producer warpgroup, rows fastest",
+     dict(BM=128, BN=256, BK=64, stages=4, copy="tma", specialized=True, rows_fastest=True)),
+    ("wgmma 128x256, BK 64, 4 stages, TMA, a producer warpgroup, no chain in flight",
+     dict(BM=128, BN=256, BK=64, stages=4, copy="tma", specialized=True, in_flight=0)),
     ("wgmma 256x128, BK 64, 3 stages", dict(BM=256, BN=128, BK=64, stages=3)),
     ("wgmma 64x128, BK 64, 3 stages (3 blocks an SM)", dict(BM=64, BN=128, BK=64, stages=3)),
     ("wgmma 64x256, BK 64, 3 stages", dict(BM=64, BN=256, BK=64, stages=3)),
@@ -70,6 +75,7 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--only", choices=("all", "mma", "wgmma"), default="all",
                         help="measure the mma.sync variants, the wgmma ones, or both (default)")
+    parser.add_argument("--match", default="", help="only the variants whose label holds this text")
     args = parser.parse_args(argv)
 
     import time
@@ -110,6 +116,8 @@ def main(argv=None) -> int:
         candidates += [(label, lambda s, out, kw=kw: wgmma_tiles(s, out, "C", "A", "W", **kw))
                        for label, kw in WGMMA_VARIANTS]
     for label, apply in candidates:
+        if args.match not in label:
+            continue
         row, bad = tcomp_row(label, apply)
         rows.append(row)
         wrong += bad
