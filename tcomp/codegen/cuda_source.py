@@ -306,15 +306,17 @@ class KernelWriter:
     def tile_copy(self, s: TileCopy, depth: int) -> None:
         """The block's first thread announces a slot's bytes and issues its TMA boxes."""
         # NOTE: in a producer warpgroup's part only its first thread runs at all
-        first = "True" if self.producing else self.name(FIRST_THREAD, "_first_thread")
-        guard = first if s.predicate is None else f"{first} and {self.cond(s.predicate)}"
+        guards = ([] if self.producing else [self.name(FIRST_THREAD, "_first_thread")]) + \
+            ([] if s.predicate is None else [self.cond(s.predicate)])
         bars, slot = self.name(s.barriers, s.barriers.name), self.index(s.slot)
-        self.emit(f"if {guard}:", depth)
-        self.emit(f"_mbarrier_arrive_expect({bars}, {slot}, {self.constant(s.nbytes)})", depth + 1)
+        if guards:
+            self.emit(f"if {' and '.join(guards)}:", depth)
+            depth += 1
+        self.emit(f"_mbarrier_arrive_expect({bars}, {slot}, {self.constant(s.nbytes)})", depth)
         for box in s.boxes:
             x, y = (self.index(c) for c in box.coords)
             self.emit(f"_tma_load_2d({self.name(box.buffer, box.buffer.name)}, {self.index(box.index)}, "
-                      f"{self.name(box.tensor_map, box.tensor_map.name)}, {x}, {y}, {bars}, {slot})", depth + 1)
+                      f"{self.name(box.tensor_map, box.tensor_map.name)}, {x}, {y}, {bars}, {slot})", depth)
 
     def warp_mma(self, s: WarpMma, depth: int) -> None:
         """One ``mma.sync``: this lane's operand halves packed two to a register, its four

@@ -56,7 +56,7 @@ def ring_protocol_problems(kernel: Kernel) -> list:
     consumers = roles.consumers if roles is not None else kernel.body
     producer = _events(roles.producer, {}, rings) if roles is not None else iter(())
     try:
-        _Ring(rings, copies).run(_events(consumers, {}, rings), producer)
+        _SlotModel(rings, copies).run(_events(consumers, {}, rings), producer)
     except ProtocolError as err:
         return [f"kernel {kernel.name}: {err}"]
     return []
@@ -89,7 +89,10 @@ class _Slot:
 
 
 @dataclass
-class _Ring:
+class _SlotModel:
+    """The slots of a kernel's TMA rings and the barriers they complete on, as the
+    protocol's statements change them."""
+
     rings: tuple
     copies: list
     slots: dict = field(default_factory=dict)  # (ring, slot) -> _Slot
@@ -194,7 +197,7 @@ class _Ring:
 class _Producer:
     """A warp-specialized producer's events, run as far as its waits allow."""
 
-    def __init__(self, events, ring: _Ring):
+    def __init__(self, events, ring: _SlotModel):
         self.events, self.ring = events, ring
         self.pending = None  # the wait it is blocked on
 
