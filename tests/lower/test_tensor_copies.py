@@ -18,7 +18,7 @@ import pytest
 
 import tcomp as tc
 from tcomp.ir.expr import Var
-from tcomp.ir.stmt import (AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, Buffer, BoxCopy,
+from tcomp.ir.stmt import (AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, Buffer,
                            Seq, Specialized, Store, TileCopy)
 from tcomp.ir.visitor import walk
 from tcomp.lower.matrix_operands import index_function
