@@ -181,6 +181,39 @@ def test_tiles_that_are_not_boxes_are_refused_with_the_reason():
         tc.lower(s)
 
 
+def test_a_batched_product_and_a_transposed_tile_are_refused_for_tma():
+    """A product with a batch axis reads 3-D tensors, which a 2-D box cannot copy; a tile
+    stored in another order than its tensor's (``storage_order``) is no box either."""
+    from workloads import product_16_bit
+
+    _, _, C = product_16_bit(128, 128, 128, batch=2)
+    s = tc.create_schedule(C)
+    wgmma_tiles(s, C, "C", "A", "W", BM=128, BN=128, BK=64, stages=2, in_flight=0, copy="tma")
+    with pytest.raises(tc.LoweringError, match="TMA copies boxes of a 2-D tensor in device memory; A is a 3-D"):
+        tc.lower(s)
+    _, s = _gemm(128, 128, 256, BM=128, BN=128, BK=64, stages=3)
+    w = next(st for st in s.stages if st.name == "W_shared")
+    w.storage_order(*reversed(w.root_axes))
+    with pytest.raises(tc.LoweringError, match="the tile stores its axes in another .storage_order."):
+        tc.lower(s)
+
+
+def test_a_specialized_ring_needs_blocks_of_warpgroups():
+    """The producer is one more warpgroup on threadIdx.y: a kernel whose blocks are not
+    warpgroups of 128 threads on threadIdx.x is refused, naming its blocks."""
+    from dataclasses import replace
+
+    from tcomp.lower import lower
+    from tcomp.lower.passes import KERNEL_PASSES
+    from tcomp.lower.warp_roles import split_warp_roles
+
+    _, s = _gemm(256, 256, 640, BM=128, BN=128, BK=64, stages=4, specialized=True)
+    before = tuple(p for p in KERNEL_PASSES if p[0] != "split_warp_roles")
+    kernel = lower(s, passes=before).kernels[0]
+    with pytest.raises(tc.LoweringError, match=r"needs blocks of warpgroups.*blocks of \(64, 4, 1\)"):
+        split_warp_roles(replace(kernel, block=(64, 4, 1)))
+
+
 def test_bad_copy_requests_are_refused_where_they_are_made():
     out, s = _gemm(128, 128, 128, BM=128, BN=128, BK=64, stages=3, copy="cp.async")
     stage = next(st for st in s.stages if st.name == "A_shared")
