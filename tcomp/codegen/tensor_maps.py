@@ -70,7 +70,7 @@ class TensorMapTable:
 
     def __init__(self, dtype: str, rows: int, cols: int, box_rows: int, box_cols: int, swizzle: int = 128):
         self.spec = (dtype, rows, cols, box_rows, box_cols, swizzle)
-        self._maps: dict = {}  # data pointer -> [device map, pinned host map, written outside a capture]
+        self._maps: dict = {}  # data pointer -> [device address, device map, pinned host map, written]
 
     def device_pointer(self, pointer: int, stream=None) -> int:
         """The device address of the map of the tensor at ``pointer``; ``stream``: the
@@ -78,15 +78,13 @@ class TensorMapTable:
         entry = self._maps.get(pointer)
         if entry is None:
             entry = self._maps[pointer] = self._make(pointer)
-        device, host, written = entry
-        d = driver()
-        address = device.device_ctypes_pointer.value
+        address, _, host, written = entry
         if stream is not None:
-            checked(d.cuMemcpyHtoDAsync(address, host.ctypes.data, TENSOR_MAP_BYTES, stream),
+            checked(driver().cuMemcpyHtoDAsync(address, host.ctypes.data, TENSOR_MAP_BYTES, stream),
                     "copying a tensor map to the device in a graph capture")
         elif not written:
-            checked(d.cuMemcpyHtoD(address, host.ctypes.data, TENSOR_MAP_BYTES), "copying a tensor map to the device")
-            entry[2] = True
+            checked(driver().cuMemcpyHtoD(address, host.ctypes.data, TENSOR_MAP_BYTES), "copying a tensor map to the device")
+            entry[3] = True
         return address
 
     def _make(self, pointer: int) -> list:
@@ -103,4 +101,5 @@ class TensorMapTable:
             device = cuda.device_array(16, dtype=np.uint64)
         finally:
             checked(d.cuThreadExchangeStreamCaptureMode(previous), "cuThreadExchangeStreamCaptureMode")
-        return [device, host, False]
+        # NOTE: the address read once: a launch asks for it on every call
+        return [device.device_ctypes_pointer.value, device, host, False]

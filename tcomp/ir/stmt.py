@@ -288,7 +288,9 @@ class TensorMap:
 class BarrierInit(Stmt):
     """The block's first thread makes every word of ``barriers`` (a shared uint64 buffer)
     an mbarrier expecting ``count`` arrivals a phase, and fences the inits; a block
-    barrier must follow before any thread uses them."""
+    barrier must follow before any thread uses them. ``count`` 0: one arrival per consumer
+    warp of a warp-specialized kernel, which ``tcomp.lower.warp_roles`` fills in once the
+    block's size is known."""
 
     barriers: Buffer
     count: int = 1

@@ -180,7 +180,6 @@ class NestBuilder:
                 loop = Allocate(st.registers, loop)
         return loop
 
-
     def tensor_read(self, layout: StageLayout) -> Buffer:
         """The buffer a tile's expression reads, where it is one read of a tensor (else
         the tile's own buffer, which ``stage_through_boxes`` then refuses)."""

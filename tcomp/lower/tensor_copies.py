@@ -29,8 +29,9 @@ TMA takes a tile that is a box of a 2-D tensor in device memory copied unchanged
 tile's expression reads the tensor at the tile's own axes, in the same order, and its
 region is a plain range along each. The box lands row after row of 128 bytes in the
 128-byte swizzle, so the tile must be stored that way with each 128-byte column
-contiguous (``storage_swizzle(panels=True)``, or a tile one column of 128 bytes wide): the tile is then one box per 128-byte column. Elements of a box past the
-tensor's edge land as zeros (the padding of ``tcomp.lower.padding``, with nothing read).
+contiguous (``storage_swizzle(panels=True)``, or a tile one column of 128 bytes wide):
+the tile is then one box per 128-byte column. Elements of a box past the tensor's edge
+land as zeros (the padding of ``tcomp.lower.padding``, with nothing read).
 The tensor's rows must start 16 bytes apart (a TMA pitch), and a box has at most 256
 rows.
 """

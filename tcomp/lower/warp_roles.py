@@ -39,9 +39,7 @@ from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, Barrier, BarrierInit, 
                        Specialized, Stmt, seq)
 from ..ir.visitor import free_vars, rewrite, walk
 from ..target.instructions import WARPGROUP
-
-#: threads of a warp
-WARP = 32
+from .warp_shuffle import WARP
 
 
 def split_warp_roles(kernel: Kernel) -> Kernel:
