@@ -8,7 +8,8 @@ For each schedule of each ``examples/*.py`` file (its ``SCHEDULES`` table, else 
 no tile divides), this times what a build pays after the legality check: lowering, the
 generated source, ``numba.cuda.compile_ptx`` for sm_90a and ``ptxas -arch=sm_90a -v``.
 It prints one row per kernel with the seconds, registers, spill bytes and stack frame,
-and exits 1 if any build exceeds ``--limit`` seconds (default 5) or spills. A schedule that
+and exits 1 if any build exceeds ``--limit`` seconds (default 5), spills, or has its wgmma
+instructions serialized by ptxas (the row then ends with the reason). A schedule that
 raises ``tc.ScheduleError`` at a shape (the tensor-core one needs K a multiple of 32) gets a
 row saying so.
 Each build runs in a fresh subprocess with an empty kernel cache, so that no build
@@ -69,7 +70,8 @@ def _child(path: str, name: str, shape: dict, warm: bool) -> None:
     seconds = time.perf_counter() - start
     for r in reports:
         print(json.dumps({"kernel": r.kernel, "seconds": round(seconds, 2), "registers": r.registers,
-                          "spill_bytes": r.spill_stores + r.spill_loads, "stack": r.stack_frame}))
+                          "spill_bytes": r.spill_stores + r.spill_loads, "stack": r.stack_frame,
+                          "wgmma_serialized": r.wgmma_serialized}))
 
 
 def _shape(spec: str) -> dict:
@@ -130,10 +132,11 @@ def main(argv=None) -> int:
                     if "refused" in row:
                         print(f"| {path.name} | {name} | {spec} | - | not at this shape: {row['refused']} | | | |")
                         continue
-                    bad = row["seconds"] > args.limit or row["spill_bytes"] > 0
+                    bad = row["seconds"] > args.limit or row["spill_bytes"] > 0 or row["wgmma_serialized"]
                     failed |= bad
                     print(f"| {path.name} | {name} | {spec} | {row['kernel']} | {row['seconds']:.1f} | "
-                          f"{row['registers']} | {row['spill_bytes']} | {row['stack']} |" + (" **over**" if bad else ""),
+                          f"{row['registers']} | {row['spill_bytes']} | {row['stack']} |" + (" **over**" if bad else "")
+                          + (f" wgmma serialized: {row['wgmma_serialized']}" if row["wgmma_serialized"] else ""),
                           flush=True)
                     if args.json:
                         with open(args.json, "a") as f:

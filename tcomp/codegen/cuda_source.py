@@ -263,7 +263,8 @@ class KernelWriter:
         elif isinstance(s, WarpgroupFence):
             self.accumulators_through("wgmma_fence_tied", (), s.accumulators, depth)
         elif isinstance(s, WarpgroupWait):
-            self.emit(f"{self.warpgroup_intrinsic('_wgmma_commit', 'wgmma_commit', None)}()", depth)
+            if s.commit:
+                self.emit(f"{self.warpgroup_intrinsic('_wgmma_commit', 'wgmma_commit', None)}()", depth)
             self.accumulators_through("wgmma_wait_tied", (s.pending,), s.accumulators, depth)
         elif isinstance(s, ProxyFence):
             self.emit(f"{self.warpgroup_intrinsic('_fence_proxy_async', 'fence_proxy_async', None)}()", depth)

@@ -30,6 +30,10 @@ class PtxasReport:
     stack_frame: int
     shared_bytes: int
     ptx: str
+    #: ptxas's reason for running the kernel's wgmma instructions one at a time, each
+    #: waiting for the last ("" when it keeps them asynchronous): a kernel with this
+    #: loses the overlap that makes wgmma fast
+    wgmma_serialized: str = ""
 
     @property
     def spills(self) -> bool:
@@ -75,6 +79,8 @@ def _parse(name: str, text: str, ptx: str) -> PtxasReport:
         m = re.search(pattern, text)
         return int(m.group(1)) if m else default
 
+    serialized = re.search(r"wgmma.mma_async instructions are serialized (?:due to )?(.*?)(?: in the function|$)",
+                           text, re.MULTILINE)
     return PtxasReport(
         kernel=name,
         registers=grab(r"Used (\d+) registers"),
@@ -83,4 +89,5 @@ def _parse(name: str, text: str, ptx: str) -> PtxasReport:
         stack_frame=grab(r"(\d+) bytes stack frame"),
         shared_bytes=grab(r"(\d+) bytes smem"),
         ptx=ptx,
+        wgmma_serialized=serialized.group(1) if serialized else "",
     )

@@ -122,7 +122,8 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     if isinstance(s, WarpgroupFence):
         return f"{pad}wgmma.fence()"
     if isinstance(s, WarpgroupWait):
-        return f"{pad}wgmma.commit_group(); wgmma.wait_group({s.pending})"
+        commit = "wgmma.commit_group(); " if s.commit else ""
+        return f"{pad}{commit}wgmma.wait_group({s.pending})"
     if isinstance(s, ProxyFence):
         return f"{pad}fence.proxy.async()"
     if isinstance(s, BarrierInit):

@@ -29,7 +29,7 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
                                                  one wgmma.mma_async of a warpgroup (128
                                                  threads), operands in shared memory
              | WarpgroupFence(accumulators)      wgmma.fence before a chain of them
-             | WarpgroupWait(pending, accumulators)
+             | WarpgroupWait(pending, accumulators, commit)
                                                  commit the chain, wait until at most
                                                  ``pending`` chains are in flight
              | ProxyFence()                      fence.proxy.async: this thread's shared
@@ -258,10 +258,14 @@ class WarpgroupFence(Stmt):
 class WarpgroupWait(Stmt):
     """``wgmma.commit_group`` then ``wgmma.wait_group pending``: the chain issued since the
     last commit closes, and the thread waits until at most ``pending`` chains run; with 0
-    every wgmma before it has written ``accumulators`` and read its shared operands."""
+    every wgmma before it has written ``accumulators`` and read its shared operands.
+    ``commit=False`` waits without closing a group: the drain after a loop whose chains
+    each closed their own (an empty group there makes ptxas serialize the wgmma of a
+    warp-specialized kernel)."""
 
     pending: int
     accumulators: tuple
+    commit: bool = True
 
 
 @dataclass(frozen=True, eq=False)

@@ -144,8 +144,9 @@ class _SlotModel:
         elif isinstance(node, WarpgroupMma):
             self.read(node, env)
         elif isinstance(node, WarpgroupWait):
-            self.chains.append(self.chain)
-            self.chain = set()
+            if node.commit:
+                self.chains.append(self.chain)
+                self.chain = set()
             self.chains = self.chains[len(self.chains) - node.pending:] if node.pending else []
 
     def copy(self, node: TileCopy, env: dict) -> None:

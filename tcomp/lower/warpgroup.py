@@ -254,7 +254,7 @@ def _order(s: Stmt, accumulators: tuple, in_flight: int) -> Stmt:
     if isinstance(s, For) and in_flight and s.kind == "serial" and _has_mma(s):
         ordered = replace(s, body=_order(s.body, accumulators, in_flight))
         if any(_is_chain(x) and _has_mma(x) for x in _children(s.body)):
-            return Seq((ordered, WarpgroupWait(0, accumulators)))  # the chains left running
+            return Seq((ordered, WarpgroupWait(0, accumulators, commit=False)))  # the chains left running
         return ordered
     if isinstance(s, (For, Allocate)):
         return replace(s, body=_order(s.body, accumulators, in_flight))

@@ -240,6 +240,7 @@ for specialized in (False, True):
                           specialized=specialized)
     (r,) = ptx_report(lower(s))
     report[str(specialized)] = dict(spills=r.spill_stores + r.spill_loads, registers=r.registers,
+                                    serialized=r.wgmma_serialized,
                                     tma=r.ptx.count("cp.async.bulk.tensor.2d"),
                                     waits=r.ptx.count("mbarrier.try_wait.parity"),
                                     arrivals=r.ptx.count("mbarrier.arrive.shared"),
@@ -253,6 +254,7 @@ def test_the_tma_kernels_assemble_for_sm90a_without_spills():
     report = json_from_a_process_without_the_simulator(["-c", _ASSEMBLE])
     for kind, stats in report.items():
         assert stats["spills"] == 0 and stats["registers"] <= 168, kind  # 384 threads of one block: 170 at most
+        assert stats["serialized"] == "", kind  # ptxas keeps the wgmma chains asynchronous
         assert stats["tma"] >= 5 and stats["waits"] >= 1 and stats["cp_async"] == 0, kind  # one A box, four W boxes
     assert report["True"]["arrivals"] >= 1 and report["True"]["waits"] >= 2  # the releases, and their waits
 

@@ -229,7 +229,7 @@ out = gemm_bf16.algorithm(4096, 4096, 4096)
 s = tc.create_schedule(out)
 gemm_bf16.wgmma_tiles(s, out, "C", "A", "W", BM=128, BN=128, BK=64, stages=4)
 (r,) = ptx_report(lower(s))
-print(json.dumps(dict(spills=r.spill_stores + r.spill_loads, registers=r.registers,
+print(json.dumps(dict(spills=r.spill_stores + r.spill_loads, registers=r.registers, serialized=r.wgmma_serialized,
                       mma=r.ptx.count("wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16"),
                       proxy=r.ptx.count("fence.proxy.async.shared::cta"),
                       wait1=r.ptx.count("wgmma.wait_group.sync.aligned 1"))))
@@ -240,6 +240,7 @@ print(json.dumps(dict(spills=r.spill_stores + r.spill_loads, registers=r.registe
 def test_the_warpgroup_kernel_assembles_for_sm90a_without_spills():
     report = json_from_a_process_without_the_simulator(["-c", _ASSEMBLE])
     assert report["spills"] == 0 and report["registers"] <= 168  # 64 accumulators a thread
+    assert report["serialized"] == ""
     assert report["mma"] >= 1 and report["proxy"] >= 1 and report["wait1"] == 1
 
 

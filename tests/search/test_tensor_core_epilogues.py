@@ -214,7 +214,7 @@ for M in (1024, 333):
     s = tc.create_schedule(out)
     ffn_bf16.schedule(s, out)
     (r,) = ptx_report(lower(s))
-    reports[M] = dict(spills=r.spill_stores + r.spill_loads, registers=r.registers,
+    reports[M] = dict(spills=r.spill_stores + r.spill_loads, registers=r.registers, serialized=r.wgmma_serialized,
                       wide_stores=r.ptx.count("st.global.v4.u32"))
 print(json.dumps(reports))
 """
@@ -228,6 +228,7 @@ def test_the_ffn_kernels_assemble_without_spills():
     report = json_from_a_process_without_the_simulator(["-c", _ASSEMBLE])
     for M in ("1024", "333"):
         assert report[M]["spills"] == 0 and report[M]["registers"] <= 168, report
+        assert report[M]["serialized"] == "", report
         assert report[M]["wide_stores"] > 0
 
 
