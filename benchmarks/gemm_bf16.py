@@ -75,7 +75,8 @@ def main(argv=None) -> int:
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile baseline")
     parser.add_argument("--only", choices=("all", "mma", "wgmma"), default="all",
                         help="measure the mma.sync variants, the wgmma ones, or both (default)")
-    parser.add_argument("--match", default="", help="only the variants whose label holds this text")
+    parser.add_argument("--match", default="", help="only the variants whose label holds this text (or one of "
+                                                    "several texts separated by |)")
     args = parser.parse_args(argv)
 
     import time
@@ -116,7 +117,7 @@ def main(argv=None) -> int:
         candidates += [(label, lambda s, out, kw=kw: wgmma_tiles(s, out, "C", "A", "W", **kw))
                        for label, kw in WGMMA_VARIANTS]
     for label, apply in candidates:
-        if args.match not in label:
+        if not any(text in label for text in args.match.split("|")):
             continue
         row, bad = tcomp_row(label, apply)
         rows.append(row)
