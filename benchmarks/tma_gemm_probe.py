@@ -369,7 +369,7 @@ def simulate(variants, ffn: bool = False, group: int = 0) -> int:
     import numpy as np
     from numba import cuda
 
-    from tcomp.codegen.bulk_copy import sim_tensor_map_2d
+    from tcomp.codegen.bulk_copy import sim_tensor_map
 
     M, N, K, stages = 200, 512, 192, 2
     rng = np.random.default_rng(33)
@@ -377,8 +377,8 @@ def simulate(variants, ffn: bool = False, group: int = 0) -> int:
     w = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
     ref = a.astype(np.float64) @ w.astype(np.float64)
     a_bits, w_bits = a.view(np.uint16).reshape(-1), w.view(np.uint16).reshape(-1)
-    map_a = sim_tensor_map_2d(a_bits, M, K, BM, BK)
-    map_w = sim_tensor_map_2d(w_bits, K, N, BK, 64)
+    map_a = sim_tensor_map(a_bits, (M, K), BM, BK)
+    map_w = sim_tensor_map(w_bits, (K, N), BK, 64)
     failures = 0
     if ffn:
         silu = ref.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
@@ -479,7 +479,7 @@ def measure(args, variants) -> int:
         torch.cuda.synchronize()
         rows.append((*check("tcomp today (cp.async, barriers)", c),
                      time_cuda_batched(lambda: mod(a, w, c), calls=10, repeat=args.repeat)))
-        tables = TensorMapTable("bfloat16", M, K, BM, BK), TensorMapTable("bfloat16", K, N, BK, 64)
+        tables = TensorMapTable("bfloat16", (M, K), BM, BK), TensorMapTable("bfloat16", (K, N), BK, 64)
         map_a, map_w = (table.device_pointer(x.data_ptr()) for table, x in zip(tables, (a, w)))
         for variant in variants:
             try:

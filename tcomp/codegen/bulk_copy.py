@@ -28,6 +28,8 @@ Instructions, as kernels call them:
     tma_load_2d(smem, index, tmap, x, y, bars, i)
         the box at column x, row y (elements) of the 2-D tensor of ``tmap`` into
         ``smem[index]`` (1024-byte aligned for the swizzle), completing on ``bars[i]``
+    tma_load_3d(smem, index, tmap, x, y, z, bars, i)
+        the same at index z of a 3-D tensor's first dimension
     set_max_registers(count, grow)          ``setmaxnreg``: this warpgroup's register budget
     named_barrier(index, count)             ``bar.sync``: the first ``count`` threads meet
 
@@ -35,7 +37,7 @@ Lowering emits them for TMA rings (``tcomp.lower.tensor_copies``, ``tcomp.lower.
 ``benchmarks/tma_gemm_probe.py`` writes kernels with them by hand. The ``sim_`` models below run them in Numba's CUDA simulator: a barrier's state
 lives in a table whose key ``mbarrier_init`` writes into the simulated shared word; a copy
 lands at once, in the box's swizzled layout with zeros past the tensor's edge, and
-completes its bytes; a wait spins until the phase flips. A simulated tensor map (:func:`sim_tensor_map_2d`) names the
+completes its bytes; a wait spins until the phase flips. A simulated tensor map (:func:`sim_tensor_map`) names the
 simulated device array it reads.
 """
 
@@ -134,23 +136,39 @@ def mbarrier_arrive(typingctx, bars, index):
     return types.void(bars, index), codegen
 
 
-@intrinsic
-def tma_load_2d(typingctx, smem, index, tmap, x, y, bars, bar_index):
-    """``cp.async.bulk.tensor.2d``: the box of ``tmap`` at column ``x`` and row ``y`` into
-    ``smem[index]``, its bytes completing on ``bars[bar_index]``."""
+def _tma_load(rank: int):
+    """The codegen of ``cp.async.bulk.tensor.{rank}d``: arguments (smem, index, tmap, the
+    box's ``rank`` coordinates innermost first, bars, bar_index)."""
+    coordinates = ", ".join(f"${2 + d}" for d in range(rank))
+    text = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+            f" [$0], [$1, {{{coordinates}}}], [${2 + rank}];")
 
     def codegen(context, builder, signature, args):
         sig = signature.args
         destination = _shared_address(context, builder, sig[0], args[0], args[1])
         source = _global_address(context, builder, sig[2], args[2], ir.Constant(_I64, 0))
-        barrier = _shared_address(context, builder, sig[5], args[5], args[6])
-        _asm(builder, _VOID, [destination, source, _u32(context, builder, signature, args, 3),
-                              _u32(context, builder, signature, args, 4), barrier],
-             "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-             " [$0], [$1, {$2, $3}], [$4];", "r,l,r,r,r,~{memory}", side_effect=True)
+        barrier = _shared_address(context, builder, sig[-2], args[-2], args[-1])
+        at = [_u32(context, builder, signature, args, 3 + d) for d in range(rank)]
+        _asm(builder, _VOID, [destination, source, *at, barrier], text, "r,l," + "r," * rank + "r,~{memory}",
+             side_effect=True)
         return context.get_dummy_value()
 
-    return types.void(smem, index, tmap, x, y, bars, bar_index), codegen
+    return codegen
+
+
+@intrinsic
+def tma_load_2d(typingctx, smem, index, tmap, x, y, bars, bar_index):
+    """``cp.async.bulk.tensor.2d``: the box of ``tmap`` at column ``x`` and row ``y`` into
+    ``smem[index]``, its bytes completing on ``bars[bar_index]``."""
+    return types.void(smem, index, tmap, x, y, bars, bar_index), _tma_load(2)
+
+
+@intrinsic
+def tma_load_3d(typingctx, smem, index, tmap, x, y, z, bars, bar_index):
+    """``cp.async.bulk.tensor.3d``: the box of ``tmap`` at column ``x`` and row ``y`` of
+    index ``z`` of the tensor's first dimension into ``smem[index]``, completing on
+    ``bars[bar_index]``."""
+    return types.void(smem, index, tmap, x, y, z, bars, bar_index), _tma_load(3)
 
 
 @intrinsic
@@ -268,11 +286,12 @@ def sim_mbarrier_wait(bars, index, parity):
         time.sleep(0)
 
 
-def sim_tensor_map_2d(array, rows: int, cols: int, box_rows: int, box_cols: int, swizzle: int = 128) -> np.ndarray:
-    """The simulator's stand-in for ``tensor_maps.tensor_map_2d``: a 16-element uint64
-    array naming ``array`` (the flat simulated device array a kernel reads) and the box."""
+def sim_tensor_map(array, shape: tuple, box_rows: int, box_cols: int, swizzle: int = 128) -> np.ndarray:
+    """The simulator's stand-in for ``tensor_maps.tensor_map``: a 16-element uint64
+    array naming ``array`` (the flat simulated device array a kernel reads), its shape
+    and the box."""
     key = next(_SIM_IDS)
-    _SIM_TENSORS[key] = (array, int(rows), int(cols), int(box_rows), int(box_cols), int(swizzle))
+    _SIM_TENSORS[key] = (array, tuple(int(e) for e in shape), int(box_rows), int(box_cols), int(swizzle))
     return np.array([key] + [0] * 15, dtype=np.uint64)
 
 
@@ -285,13 +304,16 @@ def _box_bytes(box_rows: int, box_cols: int, item: int, swizzle: int) -> np.ndar
     return offset
 
 
-def sim_tma_load_2d(smem, index, tmap, x, y, bars, bar_index):
-    array, rows, cols, box_rows, box_cols, swizzle = _SIM_TENSORS[int(np.asarray(tmap).reshape(-1)[0])]
-    source = np.asarray(array).reshape(rows, cols)
+def _sim_tma_load(smem, index, tmap, coordinates, bars, bar_index) -> None:
+    """A box lands at once (zeros past the tensor's edge) and completes its bytes."""
+    array, shape, box_rows, box_cols, swizzle = _SIM_TENSORS[int(np.asarray(tmap).reshape(-1)[0])]
+    source = np.asarray(array).reshape(shape)
+    x, y, *outer = (int(c) for c in coordinates)
     box = np.zeros((box_rows, box_cols), dtype=source.dtype)
-    x, y = int(x), int(y)
-    inside = source[y:y + box_rows, x:x + box_cols]
-    box[:inside.shape[0], :inside.shape[1]] = inside
+    lead = tuple(reversed(outer))
+    if all(0 <= i < e for i, e in zip(lead, shape[:-2])):
+        inside = source[lead][y:y + box_rows, x:x + box_cols]
+        box[:inside.shape[0], :inside.shape[1]] = inside
     item = source.dtype.itemsize
     target = np.asarray(smem).reshape(-1).view(np.uint8)
     start = int(index) * np.asarray(smem).dtype.itemsize
@@ -303,6 +325,14 @@ def sim_tma_load_2d(smem, index, tmap, x, y, bars, bar_index):
         if barrier.bytes < 0:
             raise RuntimeError("a copy landed more bytes than its mbarrier was told to expect")
         barrier.settle()
+
+
+def sim_tma_load_2d(smem, index, tmap, x, y, bars, bar_index):
+    _sim_tma_load(smem, index, tmap, (x, y), bars, bar_index)
+
+
+def sim_tma_load_3d(smem, index, tmap, x, y, z, bars, bar_index):
+    _sim_tma_load(smem, index, tmap, (x, y, z), bars, bar_index)
 
 
 _SIM_NAMED: dict = {}  # (simulated launch, block, barrier index) -> the threads' meeting point

@@ -315,9 +315,9 @@ class KernelWriter:
             depth += 1
         self.emit(f"_mbarrier_arrive_expect({bars}, {slot}, {self.constant(s.nbytes)})", depth)
         for box in s.boxes:
-            x, y = (self.index(c) for c in box.coords)
-            self.emit(f"_tma_load_2d({self.name(box.buffer, box.buffer.name)}, {self.index(box.index)}, "
-                      f"{self.name(box.tensor_map, box.tensor_map.name)}, {x}, {y}, {bars}, {slot})", depth)
+            at = ", ".join(self.index(c) for c in box.coords)
+            self.emit(f"_tma_load_{len(box.coords)}d({self.name(box.buffer, box.buffer.name)}, {self.index(box.index)}, "
+                      f"{self.name(box.tensor_map, box.tensor_map.name)}, {at}, {bars}, {slot})", depth)
 
     def warp_mma(self, s: WarpMma, depth: int) -> None:
         """One ``mma.sync``: this lane's operand halves packed two to a register, its four

@@ -173,7 +173,7 @@ BULK_COPY_IMPORTS = """
 from tcomp.codegen.bulk_copy import (
     {p}mbarrier_init as _mbarrier_init, {p}fence_barrier_init as _fence_barrier_init,
     {p}mbarrier_arrive_expect as _mbarrier_arrive_expect, {p}mbarrier_wait as _mbarrier_wait,
-    {p}tensor_map_acquire as _tensor_map_acquire, {p}tma_load_2d as _tma_load_2d,
+    {p}tensor_map_acquire as _tensor_map_acquire, {p}tma_load_2d as _tma_load_2d, {p}tma_load_3d as _tma_load_3d,
     {p}mbarrier_arrive as _mbarrier_arrive, {p}named_barrier as _named_barrier)
 """
 

@@ -284,7 +284,7 @@ class Module:
         fixed = [(slot, _device_address(array)) for b, array in intermediates.items() for slot in slots.get(b, [])]
         derived = []  # (slot, argument number, table): a map made from an argument's pointer at each call
         for tensor_map, slot in map_slots:
-            table = TensorMapTable(tensor_map.tensor.dtype, *tensor_map.tensor.shape, tensor_map.box_rows,
+            table = TensorMapTable(tensor_map.tensor.dtype, tensor_map.tensor.shape, tensor_map.box_rows,
                                    tensor_map.box_cols, tensor_map.swizzle)
             if tensor_map.tensor in intermediates:
                 fixed.append((slot, table.device_pointer(_device_address(intermediates[tensor_map.tensor]))))
@@ -319,9 +319,9 @@ class _ArgSpec:
 
 def _simulated_map(tensor_map, array):
     """The simulator's stand-in for ``tensor_map`` over the simulated device ``array``."""
-    from .bulk_copy import sim_tensor_map_2d
+    from .bulk_copy import sim_tensor_map
 
-    return sim_tensor_map_2d(array, *tensor_map.tensor.shape, tensor_map.box_rows, tensor_map.box_cols,
+    return sim_tensor_map(array, tensor_map.tensor.shape, tensor_map.box_rows, tensor_map.box_cols,
                              tensor_map.swizzle)
 
 

@@ -1,4 +1,4 @@
-"""Tensor maps for TMA copies (``tcomp.codegen.bulk_copy.tma_load_2d``), made on the host.
+"""Tensor maps for TMA copies (``tcomp.codegen.bulk_copy.tma_load_2d``, ``tma_load_3d``), made on the host.
 
 A tensor map is 128 bytes that the driver's ``cuTensorMapEncodeTiled`` writes: the
 tensor's address, extents and row pitch, the box one copy moves, and the layout the box
@@ -26,30 +26,40 @@ _ITEM_BYTES = {"bfloat16": 2, "float16": 2, "float32": 4}
 _SWIZZLES = {0: "CU_TENSOR_MAP_SWIZZLE_NONE", 128: "CU_TENSOR_MAP_SWIZZLE_128B"}
 
 
-def tensor_map_2d(address: int, dtype: str, rows: int, cols: int, box_rows: int, box_cols: int,
-                  swizzle: int = 128, row_pitch: int | None = None) -> np.ndarray:
-    """The tensor map (16 uint64) of a row-major ``rows`` x ``cols`` tensor of ``dtype`` at
-    device ``address`` whose copies move ``box_rows`` x ``box_cols`` boxes, landing with
-    ``swizzle`` (0 or 128 bytes; with 128 a box row must be at most 128 bytes)."""
+#: TMA's most dimensions of a tensor
+MAX_RANK = 5
+
+
+def tensor_map(address: int, dtype: str, shape: tuple, box_rows: int, box_cols: int,
+               swizzle: int = 128) -> np.ndarray:
+    """The tensor map (16 uint64) of a row-major tensor of ``dtype`` and ``shape`` (2 to 5
+    dimensions) at device ``address`` whose copies move boxes of ``box_rows`` x
+    ``box_cols`` elements of its last two dimensions at one index of the others, landing
+    with ``swizzle`` (0 or 128 bytes; with 128 a box row must be at most 128 bytes)."""
     if dtype not in _DATA_TYPES or swizzle not in _SWIZZLES:
         raise ArgumentError(f"tensor maps take {sorted(_DATA_TYPES)} with swizzle 0 or 128; got {dtype}, {swizzle}")
+    if not 2 <= len(shape) <= MAX_RANK:
+        raise ArgumentError(f"a TMA tensor has 2 to {MAX_RANK} dimensions; got the shape {tuple(shape)}")
     item = _ITEM_BYTES[dtype]
-    pitch = cols * item if row_pitch is None else row_pitch
+    pitch = shape[-1] * item
     if pitch % 16 or address % 16:
         raise ArgumentError(f"a TMA tensor needs a 16-byte aligned address and row pitch; got {address:#x}, {pitch}")
     if swizzle and box_cols * item > swizzle:
         raise ArgumentError(f"a box row of {box_cols * item} bytes is wider than the {swizzle}-byte swizzle")
     if not (1 <= box_rows <= 256 and 1 <= box_cols <= 256):
         raise ArgumentError(f"a TMA box is at most 256 x 256 elements; got {box_rows} x {box_cols}")
+    extents = tuple(reversed(shape))  # innermost first, as the driver wants them
+    pitches = [item * int(np.prod(extents[:d])) for d in range(1, len(extents))]
+    box = (box_cols, box_rows) + (1,) * (len(shape) - 2)
     d = driver()
-    tensor_map = checked(d.cuTensorMapEncodeTiled(
-        getattr(d.CUtensorMapDataType, _DATA_TYPES[dtype]), d.cuuint32_t(2), address,
-        [d.cuuint64_t(cols), d.cuuint64_t(rows)], [d.cuuint64_t(pitch)],
-        [d.cuuint32_t(box_cols), d.cuuint32_t(box_rows)], [d.cuuint32_t(1), d.cuuint32_t(1)],
+    encoded = checked(d.cuTensorMapEncodeTiled(
+        getattr(d.CUtensorMapDataType, _DATA_TYPES[dtype]), d.cuuint32_t(len(shape)), address,
+        [d.cuuint64_t(e) for e in extents], [d.cuuint64_t(p) for p in pitches],
+        [d.cuuint32_t(b) for b in box], [d.cuuint32_t(1)] * len(shape),
         d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE, getattr(d.CUtensorMapSwizzle, _SWIZZLES[swizzle]),
         d.CUtensorMapL2promotion.CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
         d.CUtensorMapFloatOOBfill.CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE), "cuTensorMapEncodeTiled")
-    raw = ctypes.string_at(tensor_map.getPtr(), TENSOR_MAP_BYTES)
+    raw = ctypes.string_at(encoded.getPtr(), TENSOR_MAP_BYTES)
     return np.frombuffer(raw, dtype=np.uint64).copy()
 
 
@@ -68,8 +78,8 @@ class TensorMapTable:
     time (128 bytes per pointer seen).
     """
 
-    def __init__(self, dtype: str, rows: int, cols: int, box_rows: int, box_cols: int, swizzle: int = 128):
-        self.spec = (dtype, rows, cols, box_rows, box_cols, swizzle)
+    def __init__(self, dtype: str, shape: tuple, box_rows: int, box_cols: int, swizzle: int = 128):
+        self.spec = (dtype, tuple(shape), box_rows, box_cols, swizzle)
         self._maps: dict = {}  # data pointer -> [device address, device map, pinned host map, written]
 
     def device_pointer(self, pointer: int, stream=None) -> int:
@@ -90,9 +100,8 @@ class TensorMapTable:
     def _make(self, pointer: int) -> list:
         from numba import cuda
 
-        dtype, rows, cols, box_rows, box_cols, swizzle = self.spec
         host = cuda.pinned_array(16, dtype=np.uint64)
-        host[:] = tensor_map_2d(pointer, dtype, rows, cols, box_rows, box_cols, swizzle)
+        host[:] = tensor_map(pointer, *self.spec)
         d = driver()
         relaxed = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
         # NOTE: allocating is refused on a thread that is capturing a graph, unless relaxed

@@ -25,18 +25,22 @@ lands), and the copies issued at iteration ko go into the slot whose readers the
 retired before the barrier. Several rings at one loop share the barriers: each ring's
 copy is one arrival, so a slot's barrier expects one arrival per ring.
 
-TMA takes a tile that is a box of a 2-D tensor in device memory copied unchanged: the
-tile's expression reads the tensor at the tile's own axes, in the same order, and its
-region is a plain range along each. The box lands row after row of 128 bytes in the
-128-byte swizzle, so the tile must be stored that way with each 128-byte column
-contiguous (``storage_swizzle(panels=True)``, or a tile one column of 128 bytes wide):
-the tile is then one box per 128-byte column. Elements of a box past the tensor's edge
+TMA takes a tile that is a region of a 2-D or 3-D tensor in device memory copied
+unchanged: the tile's expression reads the tensor at the tile's own axes, in the same
+order, and its region is a plain range along each. A box is a range of rows by a range of
+columns at one index of the tensor's other dimensions (SwiGLU's stacked weights: one
+box per projection). The box lands row after row of 128 bytes in the 128-byte swizzle,
+so the tile must be stored that way with each 128-byte column contiguous
+(``storage_swizzle(panels=True)``, or a tile one column of 128 bytes wide): the tile is
+then one box per 128-byte column and index of its leading dimensions. Elements of a box past the tensor's edge
 land as zeros (the padding of ``tcomp.lower.padding``, with nothing read).
 The tensor's rows must start 16 bytes apart (a TMA pitch), and a box has at most 256
 rows.
 """
 
 from __future__ import annotations
+
+from itertools import product
 
 from ..dtypes import itemsize
 from ..errors import LoweringError
@@ -48,6 +52,8 @@ from .pipeline import RingFill, distance_ahead, ring_of
 
 #: TMA's largest box along each dimension
 BOX_LIMIT = 256
+#: the most dimensions of a tensor whose boxes the kernels copy (``tma_load_2d``, ``tma_load_3d``)
+MAX_TENSOR_RANK = 3
 #: bytes of one row of a box in the 128-byte swizzle
 SWIZZLE_BYTES = 128
 
@@ -60,18 +66,22 @@ def stage_through_boxes(stage, layout, tensor: Buffer, loop: Var, extent: int, s
     kernel's TensorMap of those boxes. A LoweringError says why a tile is not a box."""
     tile = layout.buffer
     origin = _box_origin(stage, layout, tensor)
-    rows, cols = tile.shape
+    *lead, rows, cols = tile.shape
     panel = SWIZZLE_BYTES // itemsize(tile.dtype)
     tmap = tensor_map(tensor, rows, panel)
     ring = ring_of(tile, stages, reader_lag)
-    nbytes = rows * cols * itemsize(tile.dtype)
+    nbytes = tile.size * itemsize(tile.dtype)
 
     def copy_of(iteration, slot, guard=None) -> Stmt:
-        row, col = (substitute(o, {loop: iteration}) for o in origin)
-        boxes = tuple(BoxCopy(ring, binary("+", binary("*", slot, rows * cols), p * rows * panel), tmap,
-                              (binary("+", col, p * panel), row))
-                      for p in range(cols // panel))
-        return TileCopy(barriers, slot, nbytes, boxes, guard)
+        *outer, row, col = (substitute(o, {loop: iteration}) for o in origin)
+        boxes = []
+        for plane, at in enumerate(product(*(range(n) for n in lead))):
+            # NOTE: coordinates innermost first: column, row, then the leading indices inwards out
+            lead_coords = tuple(binary("+", o, i) for o, i in zip(outer, at))[::-1]
+            boxes += [BoxCopy(ring, binary("+", binary("*", slot, tile.size), (plane * cols + p * panel) * rows), tmap,
+                              (binary("+", col, p * panel), row, *lead_coords))
+                      for p in range(cols // panel)]
+        return TileCopy(barriers, slot, nbytes, tuple(boxes), guard)
 
     distance = distance_ahead(stages, reader_lag)
     ahead = binary("+", loop, distance)
@@ -83,8 +93,8 @@ def stage_through_boxes(stage, layout, tensor: Buffer, loop: Var, extent: int, s
 
 
 def _box_origin(stage, layout, tensor: Buffer) -> tuple:
-    """(row, column) of ``tensor`` where the tile starts, as expressions of the loops
-    around the tile; a LoweringError where the tile is not a box TMA lands as it is stored."""
+    """Where the tile starts in ``tensor``, an expression of the loops around the tile per
+    dimension; a LoweringError where the tile is not made of boxes TMA lands as it is stored."""
     name = f"pipeline(copy=\"tma\") of {stage.name}"
     body = layout.body
     axes = stage.root_axes
@@ -93,8 +103,8 @@ def _box_origin(stage, layout, tensor: Buffer) -> tuple:
         raise LoweringError(f"{name}: its tile must copy a tensor unchanged, element [{', '.join(a.name for a in axes)}] "
                             f"from the same index of the tensor; it computes {body} (use cp.async, or compute the "
                             "rest where the tile is read)")
-    if tensor.scope != "global" or len(tensor.shape) != 2:
-        raise LoweringError(f"{name}: TMA copies boxes of a 2-D tensor in device memory; {tensor.name} is a "
+    if tensor.scope != "global" or not 2 <= len(tensor.shape) <= MAX_TENSOR_RANK:
+        raise LoweringError(f"{name}: TMA copies boxes of a 2-D or 3-D tensor in device memory; {tensor.name} is a "
                             f"{len(tensor.shape)}-D {tensor.scope} buffer")
     tile = layout.buffer
     if tile.dtype != tensor.dtype:
@@ -105,10 +115,10 @@ def _box_origin(stage, layout, tensor: Buffer) -> tuple:
                             "(storage_order), which only cp.async can fill")
     ranges = [layout.ranges[ax] for ax in axes]
     if any(isinstance(r, StridedInterval) for r in ranges) or tuple(r.extent for r in ranges) != tuple(tile.shape):
-        raise LoweringError(f"{name}: the tile must be one box of {tensor.name}, a range of rows by a range of "
-                            f"columns stored without padding; it is {tile.shape} for a region of "
-                            f"{[r.extent for r in ranges]}")
-    rows, cols = tile.shape
+        raise LoweringError(f"{name}: the tile must be made of boxes of {tensor.name}, a range of rows by a range of "
+                            f"columns (at a range of its other indices) stored without padding; it is {tile.shape} "
+                            f"for a region of {[r.extent for r in ranges]}")
+    *_, rows, cols = tile.shape
     item = itemsize(tile.dtype)
     panel = SWIZZLE_BYTES // item
     blocks = tuple(tile.blocks)
@@ -118,10 +128,10 @@ def _box_origin(stage, layout, tensor: Buffer) -> tuple:
                             "storage_swizzle(panels=True)")
     if rows > BOX_LIMIT:
         raise LoweringError(f"{name}: a TMA box has at most {BOX_LIMIT} rows; the tile has {rows}")
-    if tensor.shape[1] * item % 16:
+    if tensor.shape[-1] * item % 16:
         raise LoweringError(f"{name}: TMA needs the rows of {tensor.name} 16 bytes apart (a multiple of 16); "
-                            f"they are {tensor.shape[1] * item} bytes long (use cp.async, which copies narrower pieces)")
-    return ranges[0].min, ranges[1].min
+                            f"they are {tensor.shape[-1] * item} bytes long (use cp.async, which copies narrower pieces)")
+    return tuple(r.min for r in ranges)
 
 
 def tensor_map_table():

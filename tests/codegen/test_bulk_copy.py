@@ -16,7 +16,7 @@ import pytest
 
 import tcomp as tc
 from tcomp.codegen import bulk_copy
-from tcomp.codegen.tensor_maps import tensor_map_2d
+from tcomp.codegen.tensor_maps import tensor_map
 from tcomp.target.wgmma_layout import swizzle128
 from workloads import json_from_a_process_without_the_simulator
 
@@ -31,7 +31,7 @@ def _barriers(count: int) -> np.ndarray:
 def test_a_box_lands_in_the_128_byte_swizzle_with_zeros_past_the_edge(rng):
     rows, cols = 100, 80
     tensor = rng.standard_normal((rows, cols)).astype(ml_dtypes.bfloat16).view(np.uint16)
-    tmap = bulk_copy.sim_tensor_map_2d(tensor.reshape(-1), rows, cols, 64, 64)
+    tmap = bulk_copy.sim_tensor_map(tensor.reshape(-1), (rows, cols), 64, 64)
     smem = np.full(64 * 64 + 512, 0xFFFF, dtype=np.uint16)
     bars = _barriers(1)
     bulk_copy.sim_mbarrier_init(bars, 0, 1)
@@ -42,6 +42,22 @@ def test_a_box_lands_in_the_128_byte_swizzle_with_zeros_past_the_edge(rng):
         assert smem[512 + swizzle128(r * 128 + c * 2) // 2] == expected, (r, c)
     assert smem[:512].tolist() == [0xFFFF] * 512  # nothing before the box
     bulk_copy.sim_mbarrier_wait(bars, 0, 0)  # its bytes landed: the phase completed
+
+
+def test_a_box_of_a_3d_tensor_comes_from_one_index_of_its_first_dimension(rng):
+    tensor = rng.standard_normal((3, 70, 64)).astype(ml_dtypes.bfloat16).view(np.uint16)
+    tmap = bulk_copy.sim_tensor_map(tensor.reshape(-1), tensor.shape, 64, 64)
+    smem = np.full(2 * 64 * 64, 0xFFFF, dtype=np.uint16)
+    bars = _barriers(1)
+    bulk_copy.sim_mbarrier_init(bars, 0, 1)
+    bulk_copy.sim_mbarrier_arrive_expect(bars, 0, 2 * 64 * 64 * 2)
+    bulk_copy.sim_tma_load_3d(smem, 0, tmap, 0, 32, 1, bars, 0)  # rows 32..95 of tensor[1]
+    bulk_copy.sim_tma_load_3d(smem, 64 * 64, tmap, 0, 0, 3, bars, 0)  # past the first dimension: zeros
+    for r, c in [(0, 0), (5, 9), (37, 63), (38, 0), (63, 63)]:
+        expected = tensor[1, 32 + r, c] if 32 + r < 70 else 0
+        assert smem[swizzle128(r * 128 + c * 2) // 2] == expected, (r, c)
+    assert not smem[64 * 64:].any()
+    bulk_copy.sim_mbarrier_wait(bars, 0, 0)
 
 
 def test_a_phase_completes_on_its_arrivals_and_its_bytes():
@@ -87,13 +103,15 @@ def test_a_broken_protocol_is_reported_not_hung(monkeypatch):
 def test_bad_tensor_maps_and_register_counts_are_refused_before_the_driver():
     with pytest.raises(tc.ArgumentError,
                        match=r"tensor maps take \['bfloat16', 'float16', 'float32'\] with swizzle 0 or 128; got int8, 128"):
-        tensor_map_2d(0x1000, "int8", 64, 64, 64, 64)
+        tensor_map(0x1000, "int8", (64, 64), 64, 64)
     with pytest.raises(tc.ArgumentError, match="16-byte aligned"):
-        tensor_map_2d(0x1008, "bfloat16", 64, 100, 64, 64)  # a row of 200 bytes
+        tensor_map(0x1008, "bfloat16", (64, 100), 64, 64)  # a row of 200 bytes
     with pytest.raises(tc.ArgumentError, match="wider than the 128-byte swizzle"):
-        tensor_map_2d(0x1000, "bfloat16", 64, 128, 64, 128)
+        tensor_map(0x1000, "bfloat16", (64, 128), 64, 128)
+    with pytest.raises(tc.ArgumentError, match="2 to 5 dimensions; got the shape"):
+        tensor_map(0x1000, "bfloat16", (2,) * 6, 2, 2)
     with pytest.raises(tc.ArgumentError, match="at most 256 x 256"):
-        tensor_map_2d(0x1000, "bfloat16", 512, 64, 512, 64)
+        tensor_map(0x1000, "bfloat16", (512, 64), 512, 64)
     with pytest.raises(ValueError, match="multiple of 8 in 24..256"):
         bulk_copy.set_max_registers(100, True)
 

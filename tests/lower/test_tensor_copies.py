@@ -26,11 +26,12 @@ from tcomp.lower.nest import blocked_index
 from tcomp.lower.warpgroup import _operand_layout
 from tcomp.search.tiling import wgmma_tiles
 from tcomp.target.wgmma_layout import b_address
-from workloads import check_16_bit_product, int_sentinel, json_from_a_process_without_the_simulator
+from workloads import check_16_bit_product, fp8_steps, int_sentinel, json_from_a_process_without_the_simulator
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import ffn_bf16  # noqa: E402
 import gemm_bf16  # noqa: E402
+import swiglu_fp8  # noqa: E402
 
 
 BF16 = ml_dtypes.bfloat16
@@ -181,16 +182,55 @@ def test_tiles_that_are_not_boxes_are_refused_with_the_reason():
         tc.lower(s)
 
 
-def test_a_batched_product_and_a_transposed_tile_are_refused_for_tma():
-    """A product with a batch axis reads 3-D tensors, which a 2-D box cannot copy; a tile
-    stored in another order than its tensor's (``storage_order``) is no box either."""
+@pytest.mark.parametrize("specialized", [False, True])
+def test_a_batched_product_copies_boxes_of_3d_tensors(specialized, rng):
+    """A product with a batch axis reads 3-D tensors: each box is a range of rows by a
+    range of columns at the block's batch index (``tma_load_3d``); M and K tails land as
+    zeros of that index, not as the next batch's rows. A NaN-poisoned C against float64."""
     from workloads import product_16_bit
 
-    _, _, C = product_16_bit(128, 128, 128, batch=2)
+    B, M, N, K = 2, 70, 64, 200
+    A, W, C = product_16_bit(M, N, K, batch=B)
     s = tc.create_schedule(C)
-    wgmma_tiles(s, C, "C", "A", "W", BM=128, BN=128, BK=64, stages=2, in_flight=0, copy="tma")
-    with pytest.raises(tc.LoweringError, match="TMA copies boxes of a 2-D tensor in device memory; A is a 3-D"):
-        tc.lower(s)
+    wgmma_tiles(s, C, "C", "A", "W", BM=64, BN=64, BK=64, stages=3, copy="tma", specialized=specialized)
+    kernel = tc.lower(s).kernels[0]
+    boxes = [b for n in walk(kernel.body) if isinstance(n, TileCopy) for b in n.boxes]
+    assert boxes and all(len(b.coords) == 3 for b in boxes)
+    a = rng.standard_normal(A.shape).astype(BF16)
+    w = rng.standard_normal(W.shape).astype(BF16)
+    got = np.full(C.shape, np.nan, np.float32)
+    tc.build(s)(a, w, got)
+    want = np.einsum("bik,bkj->bij", a.astype(np.float64), w.astype(np.float64))
+    scale = np.einsum("bik,bkj->bij", np.abs(a).astype(np.float64), np.abs(w).astype(np.float64))
+    assert not np.isnan(got).any()
+    assert (np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale + 1e-30).all()
+
+
+def test_swiglus_stacked_weights_are_copied_one_box_per_projection(rng):
+    """SwiGLU's W holds the gate and up weights as W[0] and W[1]: its tile is two boxes per
+    128-byte column, one at each projection's index; K = 200 leaves a last k step whose
+    boxes end in zeros (not in the up weights' first rows). fp8 within one step of
+    tc.evaluate."""
+    M, N, K = 70, 128, 200
+    out = swiglu_fp8.algorithm(M, N, K)
+    s = tc.create_schedule(out)
+    swiglu_fp8.schedule(s, out, BM=64, BN=64, stages=3, copy="tma", specialized=True)
+    kernel = tc.lower(s).kernels[0]
+    w_boxes = [b for n in walk(kernel.body) if isinstance(n, TileCopy) for b in n.boxes
+               if b.tensor_map.tensor.name == "W"]
+    assert len(w_boxes) == 2 and {str(b.coords[2]) for b in w_boxes} == {"0", "1"}
+    feeds = {p: (rng.standard_normal(p.shape) / (1.0 if p.name == "A" else np.sqrt(K))).astype(BF16)
+             for p in _placeholders(out)}
+    want = tc.evaluate(out, feeds)
+    got = np.full((M, N), np.nan, ml_dtypes.float8_e4m3fn)
+    tc.build(s)(*feeds.values(), got)
+    assert not np.isnan(got.astype(np.float32)).any()
+    steps = fp8_steps(got, want)
+    assert steps.max() <= 1 and (steps > 0).mean() <= 0.01
+
+
+def test_a_transposed_tile_is_refused_for_tma():
+    """A tile stored in another order than its tensor's (``storage_order``) is no box."""
     _, s = _gemm(128, 128, 256, BM=128, BN=128, BK=64, stages=3)
     w = next(st for st in s.stages if st.name == "W_shared")
     w.storage_order(*reversed(w.root_axes))

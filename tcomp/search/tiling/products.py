@@ -7,6 +7,7 @@ from __future__ import annotations
 from ...dtypes import itemsize
 from ...ir.expr import Cast
 from ...lang.tensor import TensorRead
+from ...lower.tensor_copies import MAX_TENSOR_RANK
 from ...target.instructions import MATRIX_OPERAND_DTYPES
 from ..kernels import Group
 from ..stages import matrix_product_operands
@@ -41,11 +42,12 @@ def copied_by_cp_async(group: Group, operands=(0, 1)) -> bool:
 
 def copied_by_tma(group: Group) -> bool:
     """Can TMA boxes fill both operand tiles of the group's product: are the operands 2-D
-    tensors read unchanged (a cast aside; not staged) whose rows start 16 bytes apart?"""
+    or 3-D tensors read unchanged (a cast aside; not staged) whose rows start 16 bytes
+    apart?"""
     body = group.stages[group.reductions[0]].op.body
     for factor in (body.source.a, body.source.b):
         read = factor.value if isinstance(factor, Cast) else factor
-        if not isinstance(read, TensorRead) or read.tensor.name in group.staged or len(read.tensor.shape) != 2:
+        if not isinstance(read, TensorRead) or read.tensor.name in group.staged or not 2 <= len(read.tensor.shape) <= MAX_TENSOR_RANK:
             return False
         if read.tensor.shape[-1] * itemsize(read.tensor.dtype) % 16:
             return False
