@@ -19,7 +19,7 @@ from ..ir.visitor import free_vars, rewrite, substitute
 from ..schedule.stage import Stage
 from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers
-from .pipeline import prologue_of, stage_through_ring
+from .pipeline import one_copy_a_slot, prologue_of, stage_through_ring
 from .tensor_copies import stage_through_boxes, tensor_map_table
 from .loop_body import loop_body, loop_kind, placements, runs_again
 
@@ -151,9 +151,12 @@ class NestBuilder:
                     body.append(_landing(step.stage, var, barriers))
             elif step.kind == "issue" and specialized:
                 continue  # the producer warpgroup's
+            elif step.kind == "issue" and barriers is not None:  # every ring's tile in one copy
+                if step.stage is next(iter(rings)):
+                    body.append(one_copy_a_slot([ring.issue for ring in rings.values()]))
             elif step.kind == "issue":
                 body.append(rings[step.stage].issue)
-                if step.stage is list(rings)[-1] and barriers is None:
+                if step.stage is list(rings)[-1]:
                     body.append(AsyncCommit())
             else:
                 body.append(staged[step.stage].commit if step.kind == "commit" else staged[step.stage].prefetch)
@@ -165,12 +168,12 @@ class NestBuilder:
         loop = For(var, extent, kind, loop)
         if specialized:  # the inits' block barrier and the warpgroups' roles: tcomp.lower.warp_roles
             producer = _producer_loop(list(rings.values()), extent, released)
-            loop = Allocate(barriers, Allocate(released, seq(BarrierInit(barriers, len(rings)),
+            loop = Allocate(barriers, Allocate(released, seq(BarrierInit(barriers, 1),
                                                              BarrierInit(released, 0), producer, loop)))
         elif rings:
             loop = seq(prologue_of(list(rings.values())), loop)
-            if barriers is not None:  # each ring's copy of a tile is one arrival on its slot's barrier
-                loop = Allocate(barriers, seq(BarrierInit(barriers, len(rings)), Barrier(), loop))
+            if barriers is not None:  # the rings' copy of a tile is one arrival on its slot's barrier
+                loop = Allocate(barriers, seq(BarrierInit(barriers, 1), Barrier(), loop))
         if rings:
             for ring in reversed(list(rings.values())):
                 loop = Allocate(ring.ring, loop)
@@ -204,7 +207,7 @@ def _producer_loop(rings: list, extent: int, released: Buffer) -> Stmt:
     tile, stages = rings[0].prologue_tile, rings[0].stages
     copies = [substitute(r.producer, {r.prologue_tile: tile}) for r in rings]
     free = BarrierWait(released, binary("%", tile, stages), binary("%", binary("+", binary("//", tile, stages), 1), 2))
-    return ProducerLoop(tile, extent, seq(free, *copies))
+    return ProducerLoop(tile, extent, seq(free, one_copy_a_slot(copies)))
 
 
 def _landing(stage: Stage, loop, barriers) -> Stmt:

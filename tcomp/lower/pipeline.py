@@ -47,9 +47,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..dtypes import itemsize
-from ..errors import LoweringError
+from ..errors import InternalError, LoweringError
 from ..ir.expr import Load, Var, binary, compare, logical_and
-from ..ir.stmt import AsyncCommit, Buffer, For, Stmt, Store, seq
+from ..ir.stmt import AsyncCommit, Buffer, For, Stmt, Store, TileCopy, seq
 from ..ir.visitor import rewrite, substitute
 from .double_buffer import renest, unnest_fill
 
@@ -137,13 +137,26 @@ def distance_ahead(stages: int, reader_lag: int) -> int:
 
 def prologue_of(rings: list) -> Stmt:
     """Before the loop, an unrolled loop over the tiles issued ahead: every ring's copies
-    of the tile, then (cp.async) one commit group (a group also for a tile past the
-    loop's end, so that the waits count the same)."""
+    of the tile (TMA: in one copy), then (cp.async) one commit group (a group also for a
+    tile past the loop's end, so that the waits count the same)."""
     distance = distance_ahead(rings[0].stages, rings[0].ring.reader_lag)
     tile = rings[0].prologue_tile
     copies = [substitute(r.prologue, {r.prologue_tile: tile}) for r in rings]
-    commit = AsyncCommit() if rings[0].copy == "cp.async" else None
-    return For(tile, distance, "unroll", seq(*copies, commit))
+    if rings[0].copy == "tma":
+        return For(tile, distance, "unroll", one_copy_a_slot(copies))
+    return For(tile, distance, "unroll", seq(*copies, AsyncCommit()))
+
+
+def one_copy_a_slot(copies: list) -> Stmt:
+    """The TMA copies of several rings' tiles into one slot (the same slot, under the same
+    guard) as one TileCopy: the first thread announces all their bytes at once and arrives
+    once on the slot's barrier, which then expects one arrival a phase."""
+    first = copies[0]
+    for c in copies[1:]:
+        if str(c.slot) != str(first.slot) or str(c.predicate) != str(first.predicate):
+            raise InternalError(f"the rings at one loop copy into different slots: {first.slot} and {c.slot}")
+    return TileCopy(first.barriers, first.slot, sum(c.nbytes for c in copies),
+                    tuple(box for c in copies for box in c.boxes), first.predicate)
 
 
 def _size(buf: Buffer) -> int:
@@ -153,4 +166,4 @@ def _size(buf: Buffer) -> int:
     return size
 
 
-__all__ = ["RingFill", "distance_ahead", "prologue_of", "ring_of", "stage_through_ring"]
+__all__ = ["RingFill", "distance_ahead", "one_copy_a_slot", "prologue_of", "ring_of", "stage_through_ring"]

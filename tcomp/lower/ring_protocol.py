@@ -7,9 +7,10 @@ statements of the lowered kernel, so a wrong distance, parity, guard or release 
 them; :func:`ring_protocol_problems` finds it by executing those statements for every
 iteration of the ring's loop, on a model of the slots:
 
-- a copy (``TileCopy``) puts the ring's next tile in its slot (the tiles of a ring are
-  numbered in the order they are copied) and arrives on the slot's barrier; the
-  barrier's phase completes when every ring sharing it has arrived;
+- a copy (``TileCopy``) puts the next tile of each ring it fills in its slot (the tiles
+  of a ring are numbered in the order they are copied) and arrives once on the slot's
+  barrier; the barrier's phase completes when the arrivals its ``BarrierInit`` counts
+  have come (a release barrier counts one arrival per consumer warp: one release here);
 - a wait (``BarrierWait``) for a phase of parity p returns once the barrier has
   completed a number of phases of the other parity (a fresh barrier: parity 1 at once);
   waiting on a "landed" barrier makes the slots' tiles visible to the waiters;
@@ -33,7 +34,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..ir.expr import And, Binary, Compare, Expr, IntImm, Var
-from ..ir.stmt import (Allocate, BarrierArrive, BarrierWait, For, Kernel, Seq, Specialized, TileCopy, WarpgroupMma,
+from ..ir.stmt import (Allocate, BarrierArrive, BarrierInit, BarrierWait, For, Kernel, Seq, Specialized, TileCopy, WarpgroupMma,
                        WarpgroupWait)
 from ..ir.visitor import walk
 
@@ -55,8 +56,11 @@ def ring_protocol_problems(kernel: Kernel) -> list:
     roles = next((n for n in walk(kernel.body) if isinstance(n, Specialized)), None)
     consumers = roles.consumers if roles is not None else kernel.body
     producer = _events(roles.producer, {}, rings) if roles is not None else iter(())
+    landed = {box_copy.barriers for box_copy in copies}
+    # NOTE: a release barrier counts one arrival per consumer warp; one BarrierArrive here stands for them all
+    expected = {n.barriers: n.count for n in walk(kernel.body) if isinstance(n, BarrierInit) and n.barriers in landed}
     try:
-        _SlotModel(rings, copies).run(_events(consumers, {}, rings), producer)
+        _SlotModel(rings, copies, expected).run(_events(consumers, {}, rings), producer)
     except ProtocolError as err:
         return [f"kernel {kernel.name}: {err}"]
     return []
@@ -95,6 +99,7 @@ class _SlotModel:
 
     rings: tuple
     copies: list
+    expected: dict  # a landed barrier -> arrivals a phase (its BarrierInit's count); others: 1
     slots: dict = field(default_factory=dict)  # (ring, slot) -> _Slot
     filled: dict = field(default_factory=dict)  # ring -> tiles copied so far
     barriers: dict = field(default_factory=dict)  # (barrier buffer, slot) -> _Barrier
@@ -106,10 +111,10 @@ class _SlotModel:
         for c in self.copies:
             self.arrivals.setdefault(c.barriers, set()).update(box.buffer for box in c.boxes)
 
-    def barrier(self, buffer, slot: int, count: int = 1) -> _Barrier:
+    def barrier(self, buffer, slot: int) -> _Barrier:
         key = (buffer, slot)
         if key not in self.barriers:
-            self.barriers[key] = _Barrier(len(self.arrivals.get(buffer, ())) or count)
+            self.barriers[key] = _Barrier(self.expected.get(buffer, 1))
         return self.barriers[key]
 
     def run(self, consumers, producer) -> None:

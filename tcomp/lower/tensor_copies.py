@@ -22,8 +22,9 @@ Slot s in its u-th use completes its barrier's phase u, of parity ``u % 2``; slo
 ``ko % n`` is in use ``ko // n`` at iteration ``ko``. The block barriers are those of the
 cp.async ring, so the polyhedral model checks both alike (the tile written where it
 lands), and the copies issued at iteration ko go into the slot whose readers the block
-retired before the barrier. Several rings at one loop share the barriers: each ring's
-copy is one arrival, so a slot's barrier expects one arrival per ring.
+retired before the barrier. Several rings at one loop share the barriers and one copy a
+slot (``pipeline.one_copy_a_slot``): the first thread announces every ring's bytes of the tile at
+once, and a slot's barrier expects that one arrival.
 
 TMA takes a tile that is a region of a 2-D or 3-D tensor in device memory copied
 unchanged: the tile's expression reads the tensor at the tile's own axes, in the same

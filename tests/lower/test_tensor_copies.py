@@ -46,15 +46,16 @@ def _gemm(M, N, K, **tiles):
 
 def test_the_rings_are_filled_by_boxes_that_complete_on_one_barrier_a_slot():
     """128 x 128 blocks in k steps of 64: A's tile is one 128 x 64 box, W's two 64 x 64
-    boxes (one per 128-byte column); each ring's copy of a slot is one arrival that
-    announces its tile's bytes, every thread waits on the slot's barrier, no cp.async."""
+    boxes (one per 128-byte column); both rings' tiles of a slot are one copy, one arrival
+    that announces all their bytes, every thread waits on the slot's barrier, no cp.async."""
     _, s = _gemm(256, 256, 320, BM=128, BN=128, BK=64, stages=4)
     kernel = tc.lower(s).kernels[0]
     nodes = list(walk(kernel.body))
     (init,) = [n for n in nodes if isinstance(n, BarrierInit)]
-    assert init.barriers.dtype == "uint64" and init.barriers.shape == (4,) and init.count == 2
+    assert init.barriers.dtype == "uint64" and init.barriers.shape == (4,) and init.count == 1
     copies = [n for n in nodes if isinstance(n, TileCopy)]
-    assert sorted(c.nbytes for c in copies) == [16384] * 4  # the prologue's and the loop's, A's and W's
+    assert [c.nbytes for c in copies] == [32768] * 2  # the prologue's and the loop's, A's and W's tiles each
+    assert [len(c.boxes) for c in copies] == [3, 3]
     boxes = {(b.tensor_map.tensor.name, b.tensor_map.box_rows, b.tensor_map.box_cols)
              for c in copies for b in c.boxes}
     assert boxes == {("A", 128, 64), ("W", 64, 64)}
@@ -105,11 +106,11 @@ def test_a_specialized_ring_has_a_producer_warpgroup_and_no_block_barrier_in_its
     kernel = tc.lower(s).kernels[0]
     assert kernel.block == (128, 3, 1)
     inits = [n for n in walk(kernel.body) if isinstance(n, BarrierInit)]
-    assert [(i.barriers.name, i.count) for i in inits] == [("k_o_landed", 2), ("k_o_released", 8)]
+    assert [(i.barriers.name, i.count) for i in inits] == [("k_o_landed", 1), ("k_o_released", 8)]
     (roles,) = [n for n in walk(kernel.body) if isinstance(n, Specialized)]
     assert roles.consumer_warpgroups == 2
     producer = list(walk(roles.producer))
-    assert sum(isinstance(n, TileCopy) for n in producer) == 2
+    assert sum(isinstance(n, TileCopy) for n in producer) == 1
     assert [n.barriers.name for n in producer if isinstance(n, BarrierWait)] == ["k_o_released"]
     consumers = list(walk(roles.consumers))
     assert not any(isinstance(n, (TileCopy, BarrierInit)) for n in consumers)
