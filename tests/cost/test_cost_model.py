@@ -147,6 +147,33 @@ def test_the_l2_serves_the_tiles_that_the_blocks_of_one_wave_share():
     assert small_l2.l2_read_bytes == 0 and small_l2.dram_bytes == k.dram_bytes
 
 
+def test_a_ring_streams_its_tiles_so_the_l2_needs_a_few_of_its_k_steps():
+    """The 8192^3 bf16 GEMM in 128 x 256 wgmma blocks: a wave's whole tiles (about 140 MB)
+    exceed the L2, but the blocks stream them through their rings 64 columns of k at a
+    time, so the L2 needs only ``L2_WINDOW_ROUNDS`` of the 128 k steps and serves the
+    re-reads: the estimate is the tensor cores' time, not device memory's for every
+    block's tiles. A smaller L2 that cannot hold even those steps gets no credit."""
+    import sys
+    from pathlib import Path
+
+    from tcomp.cost.model import L2_WINDOW_ROUNDS
+    from tcomp.search.tiling import wgmma_tiles
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import gemm_bf16
+
+    n = 8192
+    out = gemm_bf16.algorithm(n, n, n)
+    s = tc.create_schedule(out)
+    wgmma_tiles(s, out, "C", "A", "W", BM=128, BN=256, BK=64, stages=4, rows_fastest=True)
+    (k,) = tc.estimate(s).kernels
+    assert k.l2_read_bytes > 0.75 * k.dram_bytes
+    assert not k.limiter.startswith("dram") and k.t_dram < 0.5 * k.predicted_seconds
+    assert L2_WINDOW_ROUNDS < n // 64
+    (small_l2,) = tc.estimate(s, target=H200.replace(l2_bytes=8 * MiB)).kernels
+    assert small_l2.l2_read_bytes == 0
+
+
 def test_tiles_read_per_wave():
     from tcomp.cost.model import _tiles_read
 
