@@ -53,6 +53,7 @@ CASES = {
     "ffn16": ("ffn_bf16.py", dict(M=16, N=12288, K=4096), ["schedule"], "ffn_bf16_16x12288x4096"),
     "ffndown1": ("ffn_bf16.py", dict(M=1, N=4096, K=12288), ["schedule"], "ffn_bf16_1x4096x12288"),
     "gemm4096": ("gemm_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "gemm_bf16_4096"),
+    "gemm8192": ("gemm_bf16.py", dict(M=8192, N=8192, K=8192), ["schedule"], "gemm_bf16_8192"),
     "gemm4000x1000": ("gemm_bf16.py", dict(M=4000, N=4000, K=1000), ["schedule", "mma_sync"],
                       "gemm_bf16_4000x4000x1000"),
     "gemm2048x8192": ("gemm_bf16.py", dict(M=2048, N=2048, K=8192), ["schedule", "mma_sync"],

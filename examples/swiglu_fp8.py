@@ -54,9 +54,11 @@ def algorithm(M=1024, N=12288, K=4096):
 
 #: the wgmma tiling of Z from 256 rows on: two warpgroups of 64 x 128 tiles (the two
 #: projections: 128 accumulators a thread), 4-stage rings, so that the copies run two k
-#: steps ahead (0.457 ms at 1024 x 12288 x 4096 on the H200, against 0.487 ms for 256 x 64
-#: blocks in the same run, after the index simplification of the 11th session; BENCHMARKS.md)
-WGMMA_TILES = dict(BM=128, BN=128, stages=4)
+#: steps ahead, filled by TMA boxes (one per projection and 128-byte column of W's tile)
+#: that a producer warpgroup of its own issues. 0.364 ms at 1024 x 12288 x 4096 on an
+#: H100, against 0.379 ms with TMA alone and 0.439 ms with cp.async rings, in one run
+#: (BENCHMARKS.md, 24th session); rows whose bytes 16 does not divide fall back to cp.async
+WGMMA_TILES = dict(BM=128, BN=128, stages=4, copy="tma", specialized=True)
 
 
 def schedule(s, out, **tile_overrides):

@@ -15,7 +15,7 @@ from .warp_shuffle import shuffle_within_warps
 from .tensorize import tensorize_loops
 from .thread_reduction import reduce_across_threads
 from .warp_roles import split_warp_roles
-from .warpgroup import order_warpgroup_mma
+from .warpgroup import order_warpgroup_mma, widen_stacked_mma
 
 
 def infer_launch(kernel: Kernel) -> Kernel:
@@ -150,6 +150,7 @@ KERNEL_PASSES = (
     ("partition_loops", partition_loops),
     ("simplify_indices", simplify_indices),
     ("tensorize_loops", tensorize_loops),
+    ("widen_stacked_mma", widen_stacked_mma),
     ("order_warpgroup_mma", order_warpgroup_mma),
     ("load_fragments", load_fragments),
     ("drop_unit_loops", drop_unit_loops),

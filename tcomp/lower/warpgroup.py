@@ -44,7 +44,7 @@ from ..ir.expr import IntImm, binary
 from ..ir.simplify import simplify
 from ..ir.stmt import (Allocate, Barrier, For, Kernel, ProxyFence, Seq, Stmt, Store, WarpgroupFence, WarpgroupMma,
                        WarpgroupWait)
-from ..ir.visitor import free_vars, substitute, walk
+from ..ir.visitor import free_vars, rewrite, substitute, walk
 from .matrix_operands import index_function, multiply_add, operand_load, sample_environments
 
 #: element offsets of an operand's block rows: a core matrix is 8 x 8 16-bit values
@@ -216,6 +216,39 @@ def _position(keys: np.ndarray, values: np.ndarray) -> np.ndarray:
     return np.where(found, order[np.clip(at, 0, None)], -1)
 
 
+# ---------------------------------------------------------------------------- stacked products
+
+
+def widen_stacked_mma(kernel: Kernel) -> Kernel:
+    """An unrolled loop whose body is one wgmma that reads the same A each iteration and,
+    iteration after iteration, the next columns of one B tile into the next registers
+    becomes one instruction as wide as all of them (at most 256 columns). SwiGLU's
+    stacked weights are such a tile: the gate's and the up projection's columns of a k
+    step, each a whole number of 64-column panels of the 128-byte swizzle, stored one
+    after the other. The wide instruction reads A from shared memory once for both."""
+    return replace(kernel, body=rewrite(kernel.body, _widened))
+
+
+def _widened(node):
+    """The one instruction of an unrolled loop of instructions that continue one another
+    along B's columns and the accumulator's registers; None where they do not."""
+    if not (isinstance(node, For) and node.kind == "unroll" and isinstance(node.body, WarpgroupMma)):
+        return None
+    mma, var = node.body, node.var
+    width = mma.width * node.extent
+    if width > 256 or mma.width % 64 or not mma.trans_b or mma.modes[1] != 1 or var in free_vars(mma.a_start):
+        return None  # NOTE: B n-contiguous in the swizzle: its 64-column panels lie b_strides[0] bytes apart
+    at = [{var: IntImm(v)} for v in range(node.extent)]
+    b_start = simplify(substitute(mma.b_start, at[0]))
+    panels = mma.width // 64 * mma.b_strides[0] // 2  # elements from one instruction's columns to the next's
+    for v, env in enumerate(at):
+        step = simplify(binary("-", substitute(mma.b_start, env), b_start))
+        if not (isinstance(step, IntImm) and step.value == v * panels):
+            return None
+    acc_index = tuple(simplify(substitute(i, env)) for env in at for i in mma.acc_index)
+    return replace(mma, width=width, acc_index=acc_index, b_start=b_start)
+
+
 # ---------------------------------------------------------------------------- ordering
 
 
@@ -268,4 +301,4 @@ def _children(s: Stmt) -> tuple:
     return s.stmts if isinstance(s, Seq) else (s,)
 
 
-__all__ = ["order_warpgroup_mma", "warpgroup_mma"]
+__all__ = ["order_warpgroup_mma", "warpgroup_mma", "widen_stacked_mma"]

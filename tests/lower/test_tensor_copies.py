@@ -19,7 +19,7 @@ import pytest
 import tcomp as tc
 from tcomp.ir.expr import Var
 from tcomp.ir.stmt import (AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, Buffer,
-                           Seq, Specialized, Store, TileCopy)
+                           Seq, Specialized, Store, TileCopy, WarpgroupMma)
 from tcomp.ir.visitor import walk
 from tcomp.lower.matrix_operands import index_function
 from tcomp.lower.nest import blocked_index
@@ -209,9 +209,9 @@ def test_a_batched_product_copies_boxes_of_3d_tensors(specialized, rng):
 
 def test_swiglus_stacked_weights_are_copied_one_box_per_projection(rng):
     """SwiGLU's W holds the gate and up weights as W[0] and W[1]: its tile is two boxes per
-    128-byte column, one at each projection's index; K = 200 leaves a last k step whose
-    boxes end in zeros (not in the up weights' first rows). fp8 within one step of
-    tc.evaluate."""
+    128-byte column, one at each projection's index, and both projections are one wgmma
+    of 2 x 64 columns; K = 200 leaves a last k step whose boxes end in zeros (not in the
+    up weights' first rows). fp8 within one step of tc.evaluate."""
     M, N, K = 70, 128, 200
     out = swiglu_fp8.algorithm(M, N, K)
     s = tc.create_schedule(out)
@@ -220,6 +220,9 @@ def test_swiglus_stacked_weights_are_copied_one_box_per_projection(rng):
     w_boxes = [b for n in walk(kernel.body) if isinstance(n, TileCopy) for b in n.boxes
                if b.tensor_map.tensor.name == "W"]
     assert len(w_boxes) == 2 and {str(b.coords[2]) for b in w_boxes} == {"0", "1"}
+    # the two projections' columns follow each other in W's tile: one instruction as wide
+    # as both (tcomp.lower.warpgroup.widen_stacked_mma), reading A once
+    assert {n.width for n in walk(kernel.body) if isinstance(n, WarpgroupMma)} == {128}
     feeds = {p: (rng.standard_normal(p.shape) / (1.0 if p.name == "A" else np.sqrt(K))).astype(BF16)
              for p in _placeholders(out)}
     want = tc.evaluate(out, feeds)
@@ -228,6 +231,21 @@ def test_swiglus_stacked_weights_are_copied_one_box_per_projection(rng):
     assert not np.isnan(got.astype(np.float32)).any()
     steps = fp8_steps(got, want)
     assert steps.max() <= 1 and (steps > 0).mean() <= 0.01
+
+
+def test_stacked_instructions_widen_only_where_the_columns_follow_each_other():
+    """At the example's shape both projections are one m64n256k16 per k step of 16 where
+    W's tile is stored panel after panel (TMA); in blocks of 8 rows (the cp.async ring's
+    default), one projection's panels are 1 KB apart and the next projection's 16 KB
+    away, so each stays an instruction of its own."""
+    def widths(**tiles):
+        out = swiglu_fp8.algorithm(1024, 12288, 4096)
+        s = tc.create_schedule(out)
+        swiglu_fp8.schedule(s, out, **tiles)
+        return sorted(n.width for n in walk(tc.lower(s).kernels[0].body) if isinstance(n, WarpgroupMma))
+
+    assert widths() == [256]  # in the unrolled loop over the k steps of 16
+    assert widths(copy="cp.async", specialized=False) == [128]  # in a loop over the two projections
 
 
 def test_a_transposed_tile_is_refused_for_tma():
