@@ -27,10 +27,13 @@ import tcomp as tc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from gemm_bf16 import required_mma_tiles, tensor_core_tiles, uses_wgmma  # noqa: E402  (tilings)
+from tcomp.search.tiling import rows_in_blocks  # noqa: E402
 
 FP8_MAX = 448.0
 #: threads of the quantizing phase's blocks, each with its own partial max of the row
 ROW_THREADS = 256
+#: threads of a warp: the tree of shuffles needs whole warps
+WARP = 32
 
 
 def algorithm(M=1024, N=12288, K=4096):
@@ -61,15 +64,16 @@ def algorithm(M=1024, N=12288, K=4096):
 WGMMA_TILES = dict(BM=128, BN=128, stages=4, copy="tma", specialized=True)
 
 
-def schedule(s, out, **tile_overrides):
+def schedule(s, out, quantize="rows", **tile_overrides):
     """Phase 1: Z in blocks of warpgroups of ``wgmma`` (``gemm_bf16.wgmma_tiles_for``, and
     :data:`WGMMA_TILES` from 256 rows on), one
     instruction per projection and k step of 16 from the same tile of A (each thread
     holds two accumulators per output), the roundings and SiLU inlined into its epilogue;
     where wgmma does not fit the shape (or with ``wgmma=0``) warp tiles of mma.sync tiles
     (``gemm_bf16.mma_tiles_for``, the warp tiles' columns halved). Phase 2:
-    :func:`quantize_rows`. ``tile_overrides`` replace the tilings' arguments
-    (``benchmarks/swiglu_fp8.py --variant``)."""
+    :func:`quantize_rows`, or with ``quantize="partial_maxima"``
+    :func:`quantize_rows_in_partial_maxima`. ``tile_overrides`` replace the tilings'
+    arguments (``benchmarks/swiglu_fp8.py --variant``)."""
     M, N = out.shape
     K = s["P"].op.reduce_axis[0].extent
     tiles = {}
@@ -81,10 +85,25 @@ def schedule(s, out, **tile_overrides):
     for name in ("G", "U", "S"):
         s[name].compute_inline()
     tensor_core_tiles(s, s["Z"].op.output, "P", "A", "W", tiles, tile_overrides)
-    quantize_rows(s, out)
+    if quantize not in QUANTIZE_PHASES:
+        raise tc.ScheduleError(f"quantize must be one of {', '.join(map(repr, QUANTIZE_PHASES))}, got {quantize!r}")
+    QUANTIZE_PHASES[quantize](s, out)
 
 
-def quantize_rows(s, out, threads=ROW_THREADS, vector=8):
+def quantize_rows(s, out):
+    """One block per row of Q (``rows_in_blocks``, the row operators' schedule): the row of
+    Z staged in shared memory 16 bytes a copy, |Z|'s max in interleaved slices, combined
+    in a tree of warp shuffles, the row quantized 8 elements a thread and store (fewer
+    where a row is shorter than a warp's 8 elements a lane; rows under 32 elements take
+    :func:`quantize_rows_in_partial_maxima`)."""
+    N = out.shape[1]
+    if N < WARP:
+        return quantize_rows_in_partial_maxima(s, out)
+    rows_in_blocks(s, out, "Z", readers=["R", out.name], statistics=["R"], threads=None, combine="tree",
+                   vector=min(8, N // WARP))
+
+
+def quantize_rows_in_partial_maxima(s, out, threads=ROW_THREADS, vector=8):
     """One block per row of Q: ``threads`` partial maxima of |Z| (thread t reads t,
     t + threads, ... so that a warp reads consecutive elements) in shared memory, their
     max after a barrier, then the row quantized ``vector`` elements per thread at once."""
@@ -107,5 +126,8 @@ def quantize_rows(s, out, threads=ROW_THREADS, vector=8):
     s[R].set_scope("shared")
     s[R].compute_at(s[out], i)
 
+
+#: the schedules of the quantizing phase: ``schedule(quantize=...)``
+QUANTIZE_PHASES = {"rows": quantize_rows, "partial_maxima": quantize_rows_in_partial_maxima}
 
 SCHEDULES = {"schedule": schedule}
