@@ -129,16 +129,17 @@ def bf16_benchmark_args(doc: str, argv=None, shape: str = "1024,12288,4096"):
 
 def tile_overrides(text: str) -> dict:
     """``"stages=4,rows_fastest=1,copy=tma"`` -> ``{"stages": 4, "rows_fastest": 1, "copy":
-    "tma"}`` (integers, and the ring's copy)."""
+    "tma"}`` (integers, the ring's copy, and SwiGLU's quantizing phase ``quantize=NAME``)."""
     overrides = {}
     for item in filter(None, text.split(",")):
         key, sep, value = item.partition("=")
         key, value = key.strip(), value.strip()
-        if sep and key == "copy" and value in ("cp.async", "tma"):
+        if sep and (key == "copy" and value in ("cp.async", "tma") or key == "quantize" and value.isidentifier()):
             overrides[key] = value
             continue
         if not sep or not value.lstrip("-").isdigit():
-            raise SystemExit(f"--variant takes KEY=INTEGER items (or copy=tma) separated by commas; got {item!r}")
+            raise SystemExit(f"--variant takes KEY=INTEGER items (or copy=tma, quantize=NAME) separated by commas; "
+                             f"got {item!r}")
         overrides[key] = int(value)
     return overrides
 
