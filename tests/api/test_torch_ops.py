@@ -1,0 +1,118 @@
+"""``tcomp.torch.custom_op``: a built module as a PyTorch operator. On CPU tensors the
+operator runs the module in Numba's CUDA simulator (how CI runs it): it matches float64,
+passes ``torch.library.opcheck`` (schema, fake tensors, autograd registration, traced with
+dynamic shapes), runs inside ``torch.compile(fullgraph=True)`` (no graph break), and
+refuses mismatched inputs by name. On a GPU (marked) it launches on the current stream and
+records into a CUDA graph."""
+
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tcomp as tc
+from tcomp.lang.evaluate import placeholders_of
+
+torch = pytest.importorskip("torch", reason="tcomp.torch needs PyTorch (pip install -e '.[test]' brings it)")
+import tcomp.torch as tct  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import ffn_bf16  # noqa: E402
+import matmul_silu_quant  # noqa: E402
+
+_OPS = {}
+
+
+def _op(example, shape, name):
+    """The example's schedule at ``shape``, built and registered once per test session
+    (a name is registered once per process)."""
+    if name not in _OPS:
+        out = example.algorithm(*shape)
+        s = tc.create_schedule(out)
+        example.schedule(s, out)
+        _OPS[name] = (out, tct.custom_op(tc.build(s), f"tcomp_tests::{name}"))
+    return _OPS[name]
+
+
+def _ffn():
+    return _op(ffn_bf16, (70, 64, 48), "ffn")
+
+
+def _bf16_inputs(out, rng):
+    """Fresh bf16 inputs as torch tensors, and the same values for tc.evaluate."""
+    feeds = {p: (rng.standard_normal(p.shape) / (1.0 if p.name == "A" else np.sqrt(p.shape[0])))
+             .astype(ml_dtypes.bfloat16) for p in placeholders_of(out)}
+    tensors = [torch.from_numpy(v.view(np.int16).copy()).view(torch.bfloat16) for v in feeds.values()]
+    return feeds, tensors
+
+
+def test_the_op_returns_what_the_module_computes(rng):
+    """The FFN projection (bf16 product, SiLU, int8) at a shape no tile divides: a new
+    int8 tensor within one step of tc.evaluate's float64 result."""
+    out, op = _ffn()
+    feeds, (a, w) = _bf16_inputs(out, rng)
+    q = op(a, w)
+    assert q.dtype == torch.int8 and tuple(q.shape) == (70, 64)
+    diff = np.abs(q.numpy().astype(int) - tc.evaluate(out, feeds).astype(int))
+    assert diff.max() <= 1 and (diff > 0).mean() <= 0.01
+
+
+def test_opcheck_passes(rng):
+    out, op = _ffn()
+    _, args = _bf16_inputs(out, rng)
+    results = torch.library.opcheck(op, tuple(args))
+    assert set(results.values()) == {"SUCCESS"}, results
+
+
+def test_a_model_calling_the_op_compiles_without_a_graph_break(rng):
+    """``fullgraph=True`` raises on a graph break; the compiled model gives the eager
+    model's values."""
+    out, op = _op(matmul_silu_quant, (32, 32, 32), "fused")
+    a, w = (torch.randn(32, 32, generator=torch.Generator().manual_seed(seed)) for seed in (1, 2))
+
+    def model(x, y):
+        return op(torch.relu(x) + 1.0, y).float() * 0.5
+
+    compiled = torch.compile(model, fullgraph=True)  # inductor: the op an external kernel in its code
+    assert torch.equal(compiled(a, w), model(a, w))
+    feeds = {p: v.numpy() for p, v in zip(placeholders_of(out), (torch.relu(a) + 1.0, w))}
+    want = tc.evaluate(out, feeds).astype(np.float32) * 0.5
+    assert np.abs(model(a, w).numpy() - want).max() <= 0.5  # one int8 step, halved
+
+
+def test_mismatched_inputs_and_bad_names_are_refused_by_name(rng):
+    out, op = _ffn()
+    _, (a, w) = _bf16_inputs(out, rng)
+    with pytest.raises(tc.ArgumentError, match=r"argument A must be a torch.bfloat16 tensor of shape \(70, 48\), "
+                                              r"got torch.float32 of shape \(70, 48\)"):
+        op(a.float(), w)
+    with pytest.raises(tc.ArgumentError, match=r"argument W must be .* of shape \(48, 64\), got .* \(64, 48\)"):
+        op(a, w.t().contiguous())
+    module = tc.build(tc.create_schedule(out))
+    with pytest.raises(tc.ArgumentError, match="'namespace::name'"):
+        tct.custom_op(module, "ffn")
+
+
+@pytest.mark.gpu
+def test_the_op_runs_on_the_current_stream_and_in_a_cuda_graph(rng):
+    """On CUDA tensors: the values of the CPU run, on a side stream, and replayed from a
+    graph captured around a model that calls the op."""
+    out, op = _ffn()
+    feeds, (a, w) = _bf16_inputs(out, rng)
+    a, w = a.cuda(), w.cuda()
+    want = tc.evaluate(out, feeds).astype(int)
+    stream = torch.cuda.Stream()
+    with torch.cuda.stream(stream):
+        q = op(a, w)
+    stream.synchronize()
+    assert np.abs(q.cpu().numpy().astype(int) - want).max() <= 1
+    graph = torch.cuda.CUDAGraph()
+    op(a, w)  # warm-up outside the capture: the tensor maps and the allocator's pool
+    with torch.cuda.graph(graph):
+        captured = op(a, w)
+    captured.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert np.abs(captured.cpu().numpy().astype(int) - want).max() <= 1
