@@ -132,7 +132,7 @@ def main(argv=None) -> int:
                     if "refused" in row:
                         print(f"| {path.name} | {name} | {spec} | - | not at this shape: {row['refused']} | | | |")
                         continue
-                    bad = row["seconds"] > args.limit or row["spill_bytes"] > 0 or row["wgmma_serialized"]
+                    bad = row["seconds"] > args.limit or row["spill_bytes"] > 0 or bool(row["wgmma_serialized"])
                     failed |= bad
                     print(f"| {path.name} | {name} | {spec} | {row['kernel']} | {row['seconds']:.1f} | "
                           f"{row['registers']} | {row['spill_bytes']} | {row['stack']} |" + (" **over**" if bad else "")

@@ -65,17 +65,29 @@ WGMMA_TILES = dict(BM=128, BN=128, stages=4, copy="tma", specialized=True)
 
 
 def schedule(s, out, quantize="rows", **tile_overrides):
-    """Phase 1: Z in blocks of warpgroups of ``wgmma`` (``gemm_bf16.wgmma_tiles_for``, and
-    :data:`WGMMA_TILES` from 256 rows on), one
-    instruction per projection and k step of 16 from the same tile of A (each thread
-    holds two accumulators per output), the roundings and SiLU inlined into its epilogue;
-    where wgmma does not fit the shape (or with ``wgmma=0``) warp tiles of mma.sync tiles
-    (``gemm_bf16.mma_tiles_for``, the warp tiles' columns halved). Phase 2:
-    :func:`quantize_rows`, or with ``quantize="partial_maxima"``
-    :func:`quantize_rows_in_partial_maxima`. ``tile_overrides`` replace the tilings'
-    arguments (``benchmarks/swiglu_fp8.py --variant``)."""
-    M, N = out.shape
-    K = s["P"].op.reduce_axis[0].extent
+    """Phase 1: Z by :func:`project_on_tensor_cores`. Phase 2: :func:`quantize_rows`, or
+    with ``quantize="partial_maxima"`` :func:`quantize_rows_in_partial_maxima`.
+    ``tile_overrides`` replace the tilings' arguments (``benchmarks/swiglu_fp8.py
+    --variant``)."""
+    if quantize not in QUANTIZE_PHASES:
+        raise tc.ScheduleError(f"quantize must be one of {', '.join(map(repr, QUANTIZE_PHASES))}, got {quantize!r}")
+    project_on_tensor_cores(s, s["Z"].op.output, tile_overrides)
+    QUANTIZE_PHASES[quantize](s, out)
+
+
+def project_on_tensor_cores(s, Z, tile_overrides: dict) -> None:
+    """Z (stage ``Z``, computed from the stacked product ``P`` of ``A`` and ``W`` through
+    the stages ``G``, ``U`` and ``S``) in blocks of warpgroups of ``wgmma``
+    (``gemm_bf16.wgmma_tiles_for``, and :data:`WGMMA_TILES` from 256 rows on), both
+    projections from the same tile of A (each thread holds two accumulators per output;
+    one instruction as wide as both where W's tile holds their columns one after the
+    other), the roundings and SiLU inlined into its epilogue; where wgmma does not fit
+    the shape (or with ``wgmma=0``) warp tiles of mma.sync tiles
+    (``gemm_bf16.mma_tiles_for``, the warp tiles' columns halved)."""
+    M, N = Z.shape
+    product = s["P"].op
+    K = product.reduce_axis[0].extent
+    a, b = (t.name for t in product.input_tensors())
     tiles = {}
     if not uses_wgmma(M, N, K, tile_overrides):
         tiles = required_mma_tiles(M, N, K)
@@ -84,10 +96,7 @@ def schedule(s, out, quantize="rows", **tile_overrides):
         tile_overrides = {**WGMMA_TILES, **tile_overrides}
     for name in ("G", "U", "S"):
         s[name].compute_inline()
-    tensor_core_tiles(s, s["Z"].op.output, "P", "A", "W", tiles, tile_overrides)
-    if quantize not in QUANTIZE_PHASES:
-        raise tc.ScheduleError(f"quantize must be one of {', '.join(map(repr, QUANTIZE_PHASES))}, got {quantize!r}")
-    QUANTIZE_PHASES[quantize](s, out)
+    tensor_core_tiles(s, Z, "P", a, b, tiles, tile_overrides)
 
 
 def quantize_rows(s, out):
@@ -99,8 +108,7 @@ def quantize_rows(s, out):
     N = out.shape[1]
     if N < WARP:
         return quantize_rows_in_partial_maxima(s, out)
-    rows_in_blocks(s, out, "Z", readers=["R", out.name], statistics=["R"], threads=None, combine="tree",
-                   vector=min(8, N // WARP))
+    rows_in_blocks(s, out, "Z", readers=["R", out.name], statistics=["R"], threads=None, combine="tree")
 
 
 def quantize_rows_in_partial_maxima(s, out, threads=ROW_THREADS, vector=8):

@@ -95,6 +95,27 @@ def test_mismatched_inputs_and_bad_names_are_refused_by_name(rng):
         tct.custom_op(module, "ffn")
 
 
+def test_the_qwen3_ffn_block_as_a_torch_module_matches_its_reference(rng):
+    """examples/qwen3_ffn.py at a small shape (33 rows, H = 64, F = 128): RMSNorm, the
+    stacked gate/up projection with SwiGLU, the down projection and the residual, three
+    kernels behind one operator in a ``torch.nn.Module``; its bf16 output against
+    tc.evaluate (float64 between the algorithm's bf16 rounding points)."""
+    import qwen3_ffn
+
+    M, H, F = 33, 64, 128
+    out = qwen3_ffn.algorithm(M, H, F)
+    feeds = {p: (rng.standard_normal(p.shape) * (1.0 if p.name in ("X", "gamma") else 1 / np.sqrt(p.shape[-2])))
+             .astype(ml_dtypes.bfloat16) for p in placeholders_of(out)}
+    x, gamma, w, w_down = (torch.from_numpy(v.view(np.int16).copy()).view(torch.bfloat16) for v in feeds.values())
+    model = qwen3_ffn.module(gamma, w, w_down, rows=M)
+    y = model(x)
+    assert y.dtype == torch.bfloat16 and tuple(y.shape) == (M, H)
+    got = y.float().numpy().astype(np.float64)
+    want = tc.evaluate(out, feeds).astype(np.float64)
+    # one bf16 step at most, where a float32 sum rounds to the other neighbour
+    assert (np.abs(got - want) <= 2.0 ** -7 * np.abs(want) + 1e-30).all()
+
+
 @pytest.mark.gpu
 def test_the_op_runs_on_the_current_stream_and_in_a_cuda_graph(rng):
     """On CUDA tensors: the values of the CPU run, on a side stream, and replayed from a

@@ -27,7 +27,8 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
     small blocks are faster; 1.6x over 256 threads for RMSNorm at 7239 x 4096 on an H100);
     ``threads=None`` takes :func:`staged_row_threads` (what measured fastest for
     ``combine``) where the row is staged, 64 where it is not, halved down to 32 while a
-    row holds fewer than ``threads * vector`` elements.
+    row holds fewer than ``threads * vector`` elements (then, for a tree, ``vector``
+    halved until a warp's lanes each get elements).
     With ``rows`` > 1 a block takes that many rows, ``threads`` threads each (``threadIdx.y``
     the row): a warp per row for short rows, without 32-thread blocks' limit of half the
     SM's threads.
@@ -83,6 +84,8 @@ def rows_in_blocks(s, out, source: str, readers: list, statistics: list, inline:
             if stage_row else 64
         while threads > 32 and threads * vector > out.shape[-1]:  # a short row: whole warps that it fills
             threads //= 2
+    while combine == "tree" and vector > 1 and threads * vector > out.shape[-1]:
+        vector //= 2  # the tree's shuffles need a whole warp of lanes: narrower vectors for a short row
     if vector_slices is None:
         vector_slices = threads * vector <= out.shape[-1]
     if slices is None:
