@@ -100,15 +100,16 @@ class TensorMapTable:
     def _make(self, pointer: int) -> list:
         from numba import cuda
 
-        host = cuda.pinned_array(16, dtype=np.uint64)
-        host[:] = tensor_map(pointer, *self.spec)
         d = driver()
         relaxed = d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED
-        # NOTE: allocating is refused on a thread that is capturing a graph, unless relaxed
+        # NOTE: allocating (pinned host or device memory) is refused on a thread that is
+        # capturing a graph, unless relaxed
         previous = checked(d.cuThreadExchangeStreamCaptureMode(relaxed), "cuThreadExchangeStreamCaptureMode")
         try:
+            host = cuda.pinned_array(16, dtype=np.uint64)
             device = cuda.device_array(16, dtype=np.uint64)
         finally:
             checked(d.cuThreadExchangeStreamCaptureMode(previous), "cuThreadExchangeStreamCaptureMode")
+        host[:] = tensor_map(pointer, *self.spec)
         # NOTE: the address read once: a launch asks for it on every call
         return [device.device_ctypes_pointer.value, device, host, False]

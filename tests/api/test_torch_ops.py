@@ -125,6 +125,7 @@ def test_the_op_runs_on_the_current_stream_and_in_a_cuda_graph(rng):
     a, w = a.cuda(), w.cuda()
     want = tc.evaluate(out, feeds).astype(int)
     stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())  # the inputs' copies to the device
     with torch.cuda.stream(stream):
         q = op(a, w)
     stream.synchronize()

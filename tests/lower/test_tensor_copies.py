@@ -331,6 +331,29 @@ def test_tma_rings_match_float64_on_the_gpu(rng):
         check_16_bit_product(s, M, N, K, "bfloat16", rng)
 
 
+@pytest.mark.gpu
+def test_a_tma_modules_first_call_may_be_inside_a_graph_capture(rng):
+    """Tensors the module has not seen yet, first used inside a capture (how the search
+    measures): their maps are made with the capture relaxed for the allocations, written
+    on the capture's stream, and the replay computes the product."""
+    import torch
+
+    M, N, K = 256, 256, 320
+    _, s = _gemm(M, N, K, BM=128, BN=128, BK=64, stages=4, specialized=True)
+    mod = tc.build(s)
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    a = torch.randn(M, K, device="cuda", generator=gen).to(torch.bfloat16)
+    w = torch.randn(K, N, device="cuda", generator=gen).to(torch.bfloat16)
+    c = torch.full((M, N), float("nan"), device="cuda")
+    graph = mod.graph(a, w, c)
+    c.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    want = a.double() @ w.double()
+    bound = 2 * K * 2.0 ** -24 * (a.double().abs() @ w.double().abs())
+    assert bool(((c.double() - want).abs() <= bound).all())
+
+
 def _broken(kernel, fn):
     """``kernel`` with ``fn`` rewriting its statements (``tcomp.ir.visitor.rewrite``)."""
     from dataclasses import replace
