@@ -145,7 +145,7 @@ def test_the_layer_benchmarks_variant_option():
     args, shape = timing.bf16_benchmark_args("", ["--shape", "16,64,32", "--variant", "stages=4,rows_fastest=1"])
     assert shape == (16, 64, 32) and args.variants == [{"stages": 4, "rows_fastest": 1}]
     assert timing.variant_label(args.variants[0]) == "stages=4 rows_fastest=1"
-    with pytest.raises(SystemExit, match=r"--variant takes KEY=INTEGER items \(or copy=tma\) separated by commas; got 'BK'"):
+    with pytest.raises(SystemExit, match=r"--variant takes KEY=INTEGER items \(or copy=tma, quantize=NAME\) separated by commas; got 'BK'"):
         timing.tile_overrides("stages=4,BK")
 
 
