@@ -24,7 +24,7 @@ import tcomp as tc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rmsnorm  # noqa: E402
 from gemm_bf16 import product_on_tensor_cores  # noqa: E402
-from swiglu_fp8 import project_on_tensor_cores  # noqa: E402
+from swiglu_fp8 import project_on_tensor_cores, swiglu  # noqa: E402
 
 #: Qwen3-8B's sizes
 HIDDEN, INTERMEDIATE = 4096, 12288
@@ -41,13 +41,7 @@ def algorithm(M=1024, H=HIDDEN, F=INTERMEDIATE):
                     name="SS")
     N = tc.compute((M, H), lambda i, j: tc.cast(tc.cast(X[i, j], "float32") * tc.rsqrt(SS[i] / float(H) + rmsnorm.EPS)
                                                 * tc.cast(gamma[j], "float32"), "bfloat16"), name="N")
-    k = tc.reduce_axis(H, name="k")
-    P = tc.compute((2, M, F), lambda p, i, j: tc.sum(tc.cast(N[i, k], "float32") * tc.cast(W[p, k, j], "float32"),
-                                                     axis=k), name="P")
-    G = tc.compute((M, F), lambda i, j: tc.cast(P[0, i, j], "bfloat16"), name="G")
-    U = tc.compute((M, F), lambda i, j: tc.cast(P[1, i, j], "bfloat16"), name="U")
-    S = tc.compute((M, F), lambda i, j: tc.cast(tc.silu(G[i, j]), "bfloat16"), name="S")
-    Z = tc.compute((M, F), lambda i, j: tc.cast(S[i, j] * U[i, j], "bfloat16"), name="Z")
+    Z = swiglu(N, W)
     f = tc.reduce_axis(F, name="f")
     D = tc.compute((M, H), lambda i, j: tc.sum(tc.cast(Z[i, f], "float32") * tc.cast(W_down[f, j], "float32"),
                                                axis=f), name="D")

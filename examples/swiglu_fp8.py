@@ -40,19 +40,26 @@ def algorithm(M=1024, N=12288, K=4096):
     """Q = quantize(Z, rowmax|Z| / 448, float8_e4m3), Z = SwiGLU of A with the stacked
     gate and up weights W (2 x K x N), all in bfloat16."""
     A = tc.placeholder((M, K), "bfloat16", name="A")
-    W = tc.placeholder((2, K, N), "bfloat16", name="W")
+    Z = swiglu(A, tc.placeholder((2, K, N), "bfloat16", name="W"))
+    n = tc.reduce_axis(N, name="n")
+    R = tc.compute((M,), lambda i: tc.max(tc.abs(Z[i, n]), axis=n), name="R")
+    # the scale in float32, as PyTorch's ``amax / 448`` of a float32 view of Z
+    return tc.compute((M, N), lambda i, j: tc.quantize(Z[i, j], tc.cast(R[i], "float32") / FP8_MAX, "float8_e4m3"),
+                      name="Q")
+
+
+def swiglu(A, W):
+    """Z = bf16(bf16(silu(bf16(A @ W[0]))) * bf16(A @ W[1])) of a bf16 A (M x K) and the
+    stacked gate and up weights W (2 x K x N): the stacked product ``P`` and the stages
+    ``G``, ``U``, ``S`` and ``Z`` that :func:`project_on_tensor_cores` schedules."""
+    (M, K), N = A.shape, W.shape[2]
     k = tc.reduce_axis(K, name="k")
     P = tc.compute((2, M, N), lambda h, i, j: tc.sum(tc.cast(A[i, k], "float32") * tc.cast(W[h, k, j], "float32"),
                                                      axis=k), name="P")
     G = tc.compute((M, N), lambda i, j: tc.cast(P[0, i, j], "bfloat16"), name="G")
     U = tc.compute((M, N), lambda i, j: tc.cast(P[1, i, j], "bfloat16"), name="U")
     S = tc.compute((M, N), lambda i, j: tc.cast(tc.silu(G[i, j]), "bfloat16"), name="S")
-    Z = tc.compute((M, N), lambda i, j: tc.cast(S[i, j] * U[i, j], "bfloat16"), name="Z")
-    n = tc.reduce_axis(N, name="n")
-    R = tc.compute((M,), lambda i: tc.max(tc.abs(Z[i, n]), axis=n), name="R")
-    # the scale in float32, as PyTorch's ``amax / 448`` of a float32 view of Z
-    return tc.compute((M, N), lambda i, j: tc.quantize(Z[i, j], tc.cast(R[i], "float32") / FP8_MAX, "float8_e4m3"),
-                      name="Q")
+    return tc.compute((M, N), lambda i, j: tc.cast(S[i, j] * U[i, j], "bfloat16"), name="Z")
 
 
 #: the wgmma tiling of Z from 256 rows on: two warpgroups of 64 x 128 tiles of both
