@@ -31,6 +31,14 @@ def add_parser(sub) -> None:
     p.add_argument("file", metavar="FILE", help="workload file defining algorithm(**shape), such as "
                    "examples/matmul_silu_quant.py")
     p.add_argument("--shape", metavar="M=..,N=..", help="override shape keywords of algorithm()")
+    p.add_argument("--shapes", metavar="AXIS=EXTENT:CALLS,...",
+                   help="shape buckets: search each extent of one axis (M=1:1116,M=7239:36: 1116 calls of one row "
+                        "and 36 of 7239 a group), report which set of kernels costs least for --groups groups, "
+                        "preparation included, and write its schedules as OUT_M1.py, ... (EXTENT:0 adds a bucket "
+                        "that no call has exactly)")
+    p.add_argument("--groups", type=int, default=1000, metavar="N",
+                   help="with --shapes: the groups of calls (requests) to weigh the kernels' preparation against "
+                        "(default 1000)")
     p.add_argument("--trials", type=int, default=64, metavar="N",
                    help="candidates to measure at most (default 64); 0 returns the best of the database at once")
     p.add_argument("--out", metavar="PATH", help="write the winner here as a schedule file")
@@ -95,11 +103,23 @@ def run(args) -> int:
     from ..workload import load_workload, parse_shape
 
     workload = load_workload(args.file)
-    out, shape = workload.build_algorithm(parse_shape(args.shape))
     if args.trials < 0:
         raise TcompError("--trials must be 0 or more")
     if args.gpus is not None and args.gpus < 1:
         raise TcompError("--gpus must be 1 or more")
+    if args.shapes:
+        if args.groups < 1:
+            raise TcompError("--groups must be 1 or more")
+        from .buckets import run_buckets
+
+        def search(out):
+            with _Bar(args.trials) as bar:
+                return tc.autoschedule(out, trials=args.trials, target=args.target, db=args.db,
+                                       model_only=args.model_only, seed=args.seed, workers=args.workers,
+                                       timeout=args.timeout, gpus=args.gpus, progress=bar)
+
+        return run_buckets(args, workload, search)
+    out, shape = workload.build_algorithm(parse_shape(args.shape))
     print(f"workload: {args.file}\nshape:    {format_shape(shape)}\nkey:      {workload_key(out)[:16]}", flush=True)
     for note in tensor_core_notes(Space(out, target=args.target)):
         print(f"tensor cores: {note}", flush=True)
