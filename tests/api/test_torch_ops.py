@@ -116,6 +116,60 @@ def test_the_qwen3_ffn_block_as_a_torch_module_matches_its_reference(rng):
     assert (np.abs(got - want) <= 2.0 ** -7 * np.abs(want) + 1e-30).all()
 
 
+_BUCKETED = {}
+
+
+def _bucketed():
+    """matmul_silu_quant (fp32 A @ W, SiLU, int8: each row of Q from the same row of A)
+    built at 4 and 16 rows, as one operator."""
+    if not _BUCKETED:
+        modules = {}
+        for rows in (4, 16):
+            out = matmul_silu_quant.algorithm(rows, 16, 16)
+            s = tc.create_schedule(out)
+            matmul_silu_quant.schedule(s, out)
+            modules[rows] = tc.build(s)
+        _BUCKETED["op"] = tct.bucketed_op(modules, "tcomp_tests::fused_rows")
+    return _BUCKETED["op"]
+
+
+@pytest.mark.parametrize("rows", [1, 3, 4, 10, 16])
+def test_a_bucketed_op_pads_the_rows_to_the_smallest_bucket_that_holds_them(rows, rng):
+    """1 and 3 rows run the 4-row kernel, 10 the 16-row one, padded with zero rows and cut
+    back; 4 and 16 their own: every row as tc.evaluate gives it for that many rows."""
+    op = _bucketed()
+    a = torch.from_numpy(rng.standard_normal((rows, 16)).astype(np.float32))
+    w = torch.from_numpy(rng.standard_normal((16, 16)).astype(np.float32))
+    q = op(a, w)
+    assert tuple(q.shape) == (rows, 16) and q.dtype == torch.int8
+    out = matmul_silu_quant.algorithm(rows, 16, 16)
+    want = tc.evaluate(out, dict(zip(placeholders_of(out), (a.numpy(), w.numpy()))))
+    assert np.abs(q.numpy().astype(int) - want.astype(int)).max() <= 1
+
+
+def test_a_bucketed_op_traces_with_dynamic_rows_and_refuses_more_than_its_largest(rng):
+    op = _bucketed()
+    w = torch.randn(16, 16)
+    compiled = torch.compile(lambda x: op(x, w).float(), fullgraph=True, dynamic=True, backend="aot_eager")
+    for rows in (2, 7):
+        a = torch.randn(rows, 16)
+        assert torch.equal(compiled(a), op(a, w).float())
+    results = torch.library.opcheck(op, (torch.randn(5, 16), w))
+    assert set(results.values()) == {"SUCCESS"}, results
+    with pytest.raises(tc.ArgumentError, match="takes 1 to 16 rows .its largest bucket., got 17"):
+        op(torch.randn(17, 16), w)
+    with pytest.raises(tc.ArgumentError, match=r"argument W must be a torch.float32 tensor of shape \(16, 16\)"):
+        op(torch.randn(3, 16), torch.randn(8, 16))
+    with pytest.raises(tc.ArgumentError, match="positive integer extents"):
+        tct.bucketed_op({0: None}, "tcomp_tests::nothing")
+    modules = {}
+    for rows, n in ((4, 16), (16, 8)):  # the second's W and Q narrower: not one workload's buckets
+        out = matmul_silu_quant.algorithm(rows, n, 16)
+        modules[rows] = tc.build(tc.create_schedule(out))
+    with pytest.raises(tc.ArgumentError, match="W differs between the modules beyond its first dimension"):
+        tct.bucketed_op(modules, "tcomp_tests::mixed")
+
+
 @pytest.mark.gpu
 def test_the_op_runs_on_the_current_stream_and_in_a_cuda_graph(rng):
     """On CUDA tensors: the values of the CPU run, on a side stream, and replayed from a
