@@ -12,6 +12,10 @@ the row operators' RMSNorm (a block per row, the statistic in a tree of shuffles
 projections from one tile of N on the tensor cores (``swiglu_fp8``'s first phase), and
 the down projection with the residual added in its epilogue.
 
+From 16 rows on (a prefill, a batch of decode steps); a single decode row needs a
+streaming schedule of the stacked projection, which ``tcomp.search.tiling.skinny`` does
+not offer yet (the schedule says so).
+
     tcomp check examples/qwen3_ffn.py --shape M=64,H=64,F=128
     python -c "import qwen3_ffn; ..."      # Qwen3FFN(gamma, w_gate_up, w_down, rows) in a model
 """
