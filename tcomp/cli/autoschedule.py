@@ -118,7 +118,10 @@ def run(args) -> int:
                                        model_only=args.model_only, seed=args.seed, workers=args.workers,
                                        timeout=args.timeout, gpus=args.gpus, progress=bar)
 
-        return run_buckets(args, workload, search)
+        def write(path, result, shape, shape_option):
+            write_schedule_file(path, result, args.file, shape, args.target, shape_option)
+
+        return run_buckets(args, workload, search, write)
     out, shape = workload.build_algorithm(parse_shape(args.shape))
     print(f"workload: {args.file}\nshape:    {format_shape(shape)}\nkey:      {workload_key(out)[:16]}", flush=True)
     for note in tensor_core_notes(Space(out, target=args.target)):

@@ -19,9 +19,10 @@ from ..search.buckets import cheapest, cheapest_ranges, kernel_sets, parse_calls
 from .common import format_shape
 
 
-def run_buckets(args, workload, search) -> int:
+def run_buckets(args, workload, search, write) -> int:
     """Search every extent of ``args.shapes`` with ``search(out) -> SearchResult``, report
-    the kernel sets and write the cheapest one's schedules beside ``args.out``."""
+    the kernel sets and write the cheapest one's schedules beside ``args.out`` with
+    ``write(path, result, shape, shape_option)``."""
     from ..workload import parse_shape
 
     axis, calls = parse_calls(args.shapes)
@@ -54,14 +55,11 @@ def run_buckets(args, workload, search) -> int:
     chosen = cheapest(sets, args.groups)
     print(f"chosen for {args.groups} groups: {chosen.name}", flush=True)
     if args.out:
-        from .autoschedule import write_schedule_file
-
         stem, _ = os.path.splitext(args.out)
         for extent in chosen.extents:
             result, shape, _, _ = found[extent]
             path = f"{stem}_{axis}{extent}.py"
-            shape_option = ",".join(f"{k}={v}" for k, v in {**base, axis: extent}.items())
-            write_schedule_file(path, result, args.file, shape, args.target, shape_option)
+            write(path, result, shape, ",".join(f"{k}={v}" for k, v in {**base, axis: extent}.items()))
             print(f"written: {path}", flush=True)
     return 0
 
