@@ -17,7 +17,10 @@ every thread, register and k of the nest against them by evaluating the indices 
 values of the loops around (``sample_environments``); it refuses the schedule
 (``ScheduleError``) with the first mismatch it finds.
 
-``order_warpgroup_mma`` then places, in each kernel that has such instructions:
+``widen_stacked_mma`` then makes one instruction of an unrolled loop of them that read
+the same A and one B tile's consecutive columns (SwiGLU's two projections, stored panel
+after panel), and ``order_warpgroup_mma`` places, in each kernel that has such
+instructions:
 
 - ``fence.proxy.async`` before every barrier, so that the shared tiles the block's
   threads stored (or copied by cp.async and waited for) are visible to wgmma once the
