@@ -12,9 +12,7 @@ the row operators' RMSNorm (a block per row, the statistic in a tree of shuffles
 projections from one tile of N on the tensor cores (``swiglu_fp8``'s first phase), and
 the down projection with the residual added in its epilogue.
 
-From 16 rows on (a prefill, a batch of decode steps); a single decode row needs a
-streaming schedule of the stacked projection, which ``tcomp.search.tiling.skinny`` does
-not offer yet (the schedule says so).
+Under 16 rows (a decode step) both products stream their weights instead (:func:`decode`).
 
     tcomp check examples/qwen3_ffn.py --shape M=64,H=64,F=128
     python -c "import qwen3_ffn; ..."      # Qwen3FFN(gamma, w_gate_up, w_down, rows) in a model
@@ -28,7 +26,9 @@ import tcomp as tc
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import rmsnorm  # noqa: E402
 from gemm_bf16 import product_on_tensor_cores  # noqa: E402
+from ffn_bf16 import stream_sizes  # noqa: E402
 from swiglu_fp8 import project_on_tensor_cores, swiglu  # noqa: E402
+from tcomp.search.tiling.skinny import SKINNY_ROWS, stream_rows_in_blocks  # noqa: E402
 
 #: Qwen3-8B's sizes
 HIDDEN, INTERMEDIATE = 4096, 12288
@@ -54,15 +54,40 @@ def algorithm(M=1024, H=HIDDEN, F=INTERMEDIATE):
                       name="Y")
 
 
-def schedule(s, out):
+def schedule(s, out, stream_sizes=None):
     """Three kernels: N by ``rmsnorm.schedule`` (its row staged in shared memory, the sum
     of squares in a tree), Z by ``swiglu_fp8.project_on_tensor_cores`` (both projections
     from one tile of N, SwiGLU in the epilogue), Y by ``gemm_bf16.product_on_tensor_cores``
-    with the residual's read and add in the epilogue."""
+    with the residual's read and add in the epilogue. Under 16 rows (a decode step) both
+    products by :func:`decode` instead."""
     norm = s["N"].op.output
     rmsnorm.schedule(s, norm)
+    if out.shape[0] < SKINNY_ROWS:
+        decode(s, out, stream_sizes)
+        return
     project_on_tensor_cores(s, s["Z"].op.output, {})
     product_on_tensor_cores(s, out, "D", "Z", "W_down", {})
+
+
+def decode(s, out, sizes=None):
+    """Both products of a decode step with their weights streamed once in 16-byte loads
+    into registers, k in slices on a block's threads added through shared memory in a
+    fixed order (``stream_rows_in_blocks``; the stacked gate/up product as one, each
+    thread holding both projections' sums for its columns, SwiGLU on the whole sums; the
+    down projection's k over blocks as well where its columns leave SMs idle, as
+    ``ffn_bf16.stream_sizes`` chooses). ``sizes`` replace the chosen sizes of both (small
+    shapes in tests)."""
+    M, H = out.shape
+    F = s["Z"].op.output.shape[1]
+    for name in ("G", "U", "S"):
+        s[name].compute_inline()
+    for consumer, product, a, b, (N, K) in ((s["Z"].op.output, "P", "N", "W", (F, H)),
+                                            (out, "D", "Z", "W_down", (H, F))):
+        chosen = dict(sizes) if sizes else stream_sizes(M, N, K)
+        if chosen is None or not chosen.pop("one_kernel", True):
+            raise tc.ScheduleError(f"the decode schedule streams {product} ({M} x {N} x {K}) in one kernel per "
+                                   f"product; no sizes of ffn_bf16.stream_sizes fit that shape (pass sizes)")
+        stream_rows_in_blocks(s, consumer, product, a, b, **chosen)
 
 
 SCHEDULES = {"schedule": schedule}

@@ -199,3 +199,37 @@ def test_swiglu_and_the_decode_step_match_on_the_gpu(rng):
             tc.build(s)(*feeds.values(), got)
             steps = np.abs(got.astype(int) - want.astype(int))
         assert steps.max() <= 1 and (steps > 0).mean() <= 0.001, json.dumps(int((steps > 0).sum()))
+
+
+@pytest.mark.parametrize("M", [1, 3])
+def test_the_qwen3_block_at_a_decode_step_streams_its_weights(M, rng):
+    """examples/qwen3_ffn.py under 16 rows: RMSNorm, then both products with their weights
+    streamed into registers, k in slices on the threads of a block (the stacked gate/up
+    product as one: each thread holds both projections' sums for its columns, SwiGLU on
+    the whole sums), the residual added after the down projection's slices; against
+    tc.evaluate within one bf16 step."""
+    import qwen3_ffn
+    from tcomp.ir.stmt import WarpgroupMma
+
+    H = F = 256
+    out = qwen3_ffn.algorithm(M, H, F)
+    s = tc.create_schedule(out)
+    qwen3_ffn.schedule(s, out, stream_sizes=dict(parts=8, threads_x=8, unroll=2))
+    kernels = tc.lower(s).kernels
+    assert [k.name for k in kernels] == ["k_N", "k_Z", "k_Y"]
+    assert not any(isinstance(n, (WarpMma, WarpgroupMma)) for k in kernels for n in _walk(k.body))
+    feeds = {p: (rng.standard_normal(p.shape) * (1.0 if p.name in ("X", "gamma") else 1 / np.sqrt(p.shape[-2])))
+             .astype(ml_dtypes.bfloat16) for p in placeholders_of(out)}
+    got = np.full((M, H), np.nan, ml_dtypes.bfloat16)
+    tc.build(s)(*feeds.values(), got)
+    want = tc.evaluate(out, feeds).astype(np.float64)
+    x = next(v for p, v in feeds.items() if p.name == "X").astype(np.float64)
+    # a bf16 step of the down projection's sum moves Y = X + D by up to a step of |X| + |Y|
+    assert (np.abs(got.astype(np.float64) - want) <= 2.0 ** -7 * (np.abs(x) + np.abs(want))).all()
+    assert (got.astype(np.float64) != want).mean() <= 0.05
+
+
+def _walk(stmt):
+    from tcomp.ir.visitor import walk
+
+    return walk(stmt)

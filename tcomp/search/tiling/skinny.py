@@ -60,7 +60,7 @@ def stream_rows_in_blocks(s, out, product: str, a: str, b: str, parts: int = 64,
     well (where the columns alone leave SMs idle: the down projection's N = 4096), each
     block writes its slice's partial sums, and a second kernel adds them in a fixed order
     and runs ``out``'s stages, as :func:`stream_rows` does."""
-    M, _ = s[product].op.output.shape
+    *_, M, _ = s[product].op.output.shape  # NOTE: a stacked product (SwiGLU's) has an axis ahead
     _check_shape(s, product, parts * block_parts, unroll, vector)
     columns = vector * threads_x
     if threads_x * max(parts, M * vector) > 1024:
@@ -110,7 +110,7 @@ def _slices_in_block(s, out, product: str, a: str, b: str, parts: int, threads_x
 
 
 def _check_shape(s, product: str, parts: int, unroll: int, vector: int) -> None:
-    M, N = s[product].op.output.shape
+    *_, M, N = s[product].op.output.shape
     K = s[product].op.reduce_axis[0].extent
     if M > SKINNY_ROWS:
         raise ScheduleError(f"stream_rows keeps a thread's columns of every row in registers: at most "
@@ -130,9 +130,10 @@ def _slice_in_registers(s, acc, partial, thread, a: str, b: str, unroll: int) ->
     s[acc].compute_at(s[partial], thread)
     (k,) = s[acc].reduce_axis
     k_step, k_unrolled = s[acc].split(k, unroll)
-    slice_axis, *between, rows, cols = s[acc].axis  # between: the block's slice of k, if any
+    # between: the block's slice of k, if any, and a stacked product's leading axis
+    slice_axis, *between, rows, cols = s[acc].axis
     s[acc].reorder(k_step, k_unrolled, slice_axis, *between, rows, cols)
-    for axis in (k_unrolled, rows, cols):
+    for axis in (k_unrolled, *between, rows, cols):
         s[acc].unroll(axis)
     weights = s.cache_read(b, "local", [acc])
     s[weights].compute_at(s[acc], k_unrolled)
