@@ -150,14 +150,16 @@ def _rows(modules: dict, which: str) -> tuple:
         if [(b.name, b.dtype, len(b.shape)) for b in bufs] != [(b.name, b.dtype, len(b.shape)) for b in first]:
             raise ArgumentError(f"bucketed_op: the modules differ in their {which}: "
                                 f"{[b.name for b in first]} against {[b.name for b in bufs]}")
+    extents = [extent for extent, _ in programs]
     for n, buf in enumerate(first):
-        heads = {bufs[n].shape[0] for _, bufs in programs}
         if any(tuple(bufs[n].shape[1:]) != tuple(buf.shape[1:]) for _, bufs in programs):
             raise ArgumentError(f"bucketed_op: {buf.name} differs between the modules beyond its first dimension")
-        if len(heads) > 1 or len(programs) == 1 and buf.shape[0] == programs[0][0]:
-            if any(bufs[n].shape[0] != extent for extent, bufs in programs):
+        heads = [bufs[n].shape[0] for _, bufs in programs]
+        # several modules: the rows are what differs; one module: what equals its extent
+        if len(set(heads)) > 1 if len(programs) > 1 else heads == extents:
+            if heads != extents:
                 raise ArgumentError(f"bucketed_op: {buf.name}'s first dimension is not each module's extent "
-                                    f"({[bufs[n].shape[0] for _, bufs in programs]} for {[e for e, _ in programs]})")
+                                    f"({heads} for {extents})")
             rows.append(n)
     if which == "inputs" and not rows:
         raise ArgumentError("bucketed_op: no input's first dimension is the modules' extent: build the workload "

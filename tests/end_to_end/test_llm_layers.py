@@ -210,6 +210,7 @@ def test_the_qwen3_block_at_a_decode_step_streams_its_weights(M, rng):
     tc.evaluate within one bf16 step."""
     import qwen3_ffn
     from tcomp.ir.stmt import WarpgroupMma
+    from tcomp.ir.visitor import walk
 
     H = F = 256
     out = qwen3_ffn.algorithm(M, H, F)
@@ -217,7 +218,7 @@ def test_the_qwen3_block_at_a_decode_step_streams_its_weights(M, rng):
     qwen3_ffn.schedule(s, out, stream_sizes=dict(parts=8, threads_x=8, unroll=2))
     kernels = tc.lower(s).kernels
     assert [k.name for k in kernels] == ["k_N", "k_Z", "k_Y"]
-    assert not any(isinstance(n, (WarpMma, WarpgroupMma)) for k in kernels for n in _walk(k.body))
+    assert not any(isinstance(n, (WarpMma, WarpgroupMma)) for k in kernels for n in walk(k.body))
     feeds = {p: (rng.standard_normal(p.shape) * (1.0 if p.name in ("X", "gamma") else 1 / np.sqrt(p.shape[-2])))
              .astype(ml_dtypes.bfloat16) for p in placeholders_of(out)}
     got = np.full((M, H), np.nan, ml_dtypes.bfloat16)
@@ -227,9 +228,3 @@ def test_the_qwen3_block_at_a_decode_step_streams_its_weights(M, rng):
     # a bf16 step of the down projection's sum moves Y = X + D by up to a step of |X| + |Y|
     assert (np.abs(got.astype(np.float64) - want) <= 2.0 ** -7 * (np.abs(x) + np.abs(want))).all()
     assert (got.astype(np.float64) != want).mean() <= 0.05
-
-
-def _walk(stmt):
-    from tcomp.ir.visitor import walk
-
-    return walk(stmt)
