@@ -14,7 +14,7 @@ CUDA-graph capture records it like any other kernel:
 - its fake implementation gives the outputs' shapes and dtypes without running anything,
   which is what ``torch.compile`` and ``torch.library.opcheck`` trace with.
 
-A call whose inputs do not match the module (shape, dtype, device, count) raises the
+A call whose inputs do not match the module (shape, dtype, device) raises the
 module's ``tc.ArgumentError`` naming the argument, from the real and the fake
 implementation alike. Outputs have no gradient: the operator has no backward.
 
@@ -83,9 +83,6 @@ def _register(name: str, modules: dict):
 
     def check(args):
         """The call's rows (None for one shape); an ArgumentError naming what differs."""
-        if len(args) != len(inputs):
-            raise ArgumentError(f"{name} takes {len(inputs)} tensors ({', '.join(b.name for b in inputs)}), "
-                                f"got {len(args)}")
         devices = {a.device for a in args}
         if len(devices) > 1:
             raise ArgumentError(f"{name}: the inputs are on several devices ({', '.join(map(str, devices))})")

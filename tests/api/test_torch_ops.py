@@ -90,6 +90,8 @@ def test_mismatched_inputs_and_bad_names_are_refused_by_name(rng):
         op(a.float(), w)
     with pytest.raises(tc.ArgumentError, match=r"argument W must be .* of shape \(48, 64\), got .* \(64, 48\)"):
         op(a, w.t().contiguous())
+    with pytest.raises(RuntimeError, match="missing value for argument 'W'"):  # torch checks the schema first
+        op(a)
     module = tc.build(tc.create_schedule(out))
     with pytest.raises(tc.ArgumentError, match="'namespace::name'"):
         tct.custom_op(module, "ffn")
@@ -169,6 +171,9 @@ def test_a_bucketed_op_traces_with_dynamic_rows_and_refuses_more_than_its_larges
         modules[rows] = tc.build(tc.create_schedule(out))
     with pytest.raises(tc.ArgumentError, match="W differs between the modules beyond its first dimension"):
         tct.bucketed_op(modules, "tcomp_tests::mixed")
+    square = matmul_silu_quant.algorithm(16, 16, 16)  # keyed 4 though built at 16 rows: no input has 4 rows
+    with pytest.raises(tc.ArgumentError, match="no input's first dimension is the modules' extent"):
+        tct.bucketed_op({4: tc.build(tc.create_schedule(square))}, "tcomp_tests::misfiled")
 
 
 @pytest.mark.gpu

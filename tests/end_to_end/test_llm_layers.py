@@ -228,3 +228,16 @@ def test_the_qwen3_block_at_a_decode_step_streams_its_weights(M, rng):
     # a bf16 step of the down projection's sum moves Y = X + D by up to a step of |X| + |Y|
     assert (np.abs(got.astype(np.float64) - want) <= 2.0 ** -7 * (np.abs(x) + np.abs(want))).all()
     assert (got.astype(np.float64) != want).mean() <= 0.05
+
+
+def test_the_decode_schedule_and_the_quantizing_phase_refuse_what_they_cannot_do():
+    """The Qwen3 block at a decode step on a shape no streaming sizes fit, and SwiGLU's
+    quantizing phase by an unknown name: ScheduleErrors that say what was asked."""
+    import qwen3_ffn
+
+    out = qwen3_ffn.algorithm(1, 72, 72)
+    with pytest.raises(tc.ScheduleError, match=r"no sizes of ffn_bf16.stream_sizes fit that shape"):
+        qwen3_ffn.schedule(tc.create_schedule(out), out)
+    out = swiglu_fp8.algorithm(64, 64, 64)
+    with pytest.raises(tc.ScheduleError, match="quantize must be one of 'rows', 'partial_maxima', got 'max'"):
+        swiglu_fp8.schedule(tc.create_schedule(out), out, quantize="max")

@@ -75,6 +75,8 @@ def test_bad_arguments_are_usage_errors(tmp_path, env):
     assert r.returncode == 2 and "--trials must be 0 or more" in r.stderr
     r = _tcomp("autoschedule", "examples/silu_mul_quant.py", "--gpus", "0", env=env)
     assert r.returncode == 2 and "--gpus must be 1 or more" in r.stderr
+    r = _tcomp("autoschedule", "examples/silu_mul_quant.py", "--shapes", "M=1:2", "--groups", "0", env=env)
+    assert r.returncode == 2 and "--groups must be 1 or more" in r.stderr
     r = _tcomp("autoschedule", "--help", env=env)
     assert r.returncode == 0 and "--model-only" in r.stdout and "--trials" in r.stdout and "--gpus" in r.stdout
     assert "--shapes" in r.stdout and "--groups" in r.stdout
