@@ -14,6 +14,10 @@ instructions that read the slot have retired). Variants:
     ws-noreg     the same without setmaxnreg
     ws-persist   ws with one block an SM, each looping over output tiles, the producer
                  filling the next tile's slots during the consumers' epilogue
+    ws-mc        ws in clusters of two blocks (row tiles tm, tm + 1 of one tile column),
+                 W's tile multicast: each block copies half of it into both, so the
+                 pair reads W from the L2 once (``cluster_copies.py``; GPU only; no
+                 setmaxnreg: its producer spills at 40 registers)
 
 against cuBLAS (torch.matmul, bf16 out) and tcomp's kernel today (the example's
 schedule: every thread issues cp.async copies, block-wide barriers each k step), in one
@@ -42,7 +46,9 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 BM, BN, BK = 128, 256, 64
 A_ELEMS, B_ELEMS = BM * BK, BK * BN           # bf16 elements of one slot's A and W tiles
 STAGE_BYTES = 2 * (A_ELEMS + B_ELEMS)
-VARIANTS = ("tma", "ws", "ws-noreg", "ws-persist")
+VARIANTS = ("tma", "ws", "ws-noreg", "ws-persist", "ws-mc")
+#: blocks of a cluster in the ``ws-mc`` variant: two row tiles of one tile column share W's tiles
+CLUSTER = 2
 FFN_SCALE = 0.05  # examples/ffn_bf16.SCALE
 
 _HEADER = '''
@@ -67,6 +73,8 @@ _commit = _warpgroup.{p}wgmma_commit
 _desc = _warpgroup.{p}wgmma_descriptor
 _shift = _warpgroup.{p}shared_alignment_shift
 _fewer = _bulk_module.{p}set_max_registers(40, False)
+_release = _mbarrier_arrive
+_wait_empty = _mbarrier_wait
 _more = _bulk_module.{p}set_max_registers(232, True)
 
 M, N = uint32({M}), uint32({N})
@@ -106,7 +114,7 @@ _CONSUME = '''
             _commit()
             _wait1(acc)
             if kk > _0 and t % _32 == _0:
-                _mbarrier_arrive(bars, S + (it - _1) % S)
+                _release(bars, S + (it - _1) % S)
 '''
 
 # the end of a tile: the last slot released, then every thread's accumulators stored
@@ -114,7 +122,7 @@ _CONSUME = '''
 _EPILOGUE = '''
         _wait0(acc)
         if t % _32 == _0:
-            _mbarrier_arrive(bars, S + (it - _1) % S)
+            _release(bars, S + (it - _1) % S)
         row = tm * BM + c * _64 + _16 * (t // _32) + (t % _32) // _4
         col = tn * BN + _2 * (t % _4)
         for q in range(32):
@@ -130,7 +138,7 @@ _EPILOGUE = '''
 _NO_STORE = '''
         _wait0(acc)
         if t % _32 == _0:
-            _mbarrier_arrive(bars, S + (it - _1) % S)
+            _release(bars, S + (it - _1) % S)
         total = float32(0.0)
         for q in range(128):
             total += acc[q]
@@ -144,7 +152,7 @@ _NO_STORE = '''
 _EPILOGUE_FFN = '''
         _wait0(acc)
         if t % _32 == _0:
-            _mbarrier_arrive(bars, S + (it - _1) % S)
+            _release(bars, S + (it - _1) % S)
         row = tm * BM + c * _64 + _16 * (t // _32) + (t % _32) // _4
         for qq in range(16):
             for h in range(2):
@@ -193,6 +201,35 @@ _LOAD = '''
                                       ks * BK, bars, s)
 '''
 
+# ws-mc: the pair of blocks of a cluster (row tiles tm and tm + 1 of one tile column) share
+# W's tile: each block's producer copies two of its four 64-column panels into both blocks
+# (multicast), completing both blocks' "full" barriers; a slot is free once the consumers
+# of both blocks have released it, so each consumer warp arrives on both blocks' "empty"
+_CLUSTER_HEADER = '''
+import cluster_copies as _cluster_copies
+
+_cluster_rank = _cluster_copies.cluster_rank
+_cluster_sync = _cluster_copies.cluster_sync
+_tma_load_2d_mc = _cluster_copies.tma_load_2d_multicast
+_wait_empty = _cluster_copies.mbarrier_wait_cluster
+
+
+@cuda.jit(device=True, inline="always")
+def _release(bars, index):
+    _cluster_copies.cluster_arrive(bars, index, uint32(0))
+    _cluster_copies.cluster_arrive(bars, index, uint32(1))
+'''
+
+_LOAD_MC = '''
+                _mbarrier_arrive_expect(bars, s, STAGE_BYTES)
+                a_at = base + s * STAGE_ELEMS
+                _tma_load_2d(smem, a_at, map_a, ks * BK, tm * BM, bars, s)
+                for p in range(2):
+                    q = rank * _2 + uint32(p)
+                    _tma_load_2d_mc(smem, a_at + A_ELEMS + q * _64 * BK, map_w, tn * BN + q * _64, ks * BK, bars, s,
+                                    uint32(3))
+'''
+
 # every kernel's start: the ring's "full" barriers (one arrival: the producer's, and the
 # copies' bytes) and "empty" ones (one arrival by each of the 8 consumer warps)
 _SETUP = '''@cuda.jit{JIT}
@@ -204,14 +241,15 @@ def gemm(A, W, C, map_a, map_w):
     if tid == _0:
         for s in range({S}):
             _mbarrier_init(bars, s, 1)
-            _mbarrier_init(bars, {S} + s, 8)
+            _mbarrier_init(bars, {S} + s, {EMPTY})
         _fence_barrier_init()
-    cuda.syncthreads()
+    {SYNC}
 '''
 
 _SPECIALIZED = '''
 {SETUP}    wg = tid // _128
     it = _0
+    rank = {RANK}
     if wg == _0:
         {FEWER}
         if tid == _0:
@@ -221,7 +259,7 @@ _SPECIALIZED = '''
                 tm, tn = _place(tile)
                 for kk in range(KSTEPS):
                     s = it % S
-                    _mbarrier_wait(bars, S + s, ((it // S) & _1) ^ _1)
+                    _wait_empty(bars, S + s, ((it // S) & _1) ^ _1)
                     ks = kk
 {LOAD}
                     it += _1
@@ -238,6 +276,7 @@ _SPECIALIZED = '''
 {CONSUME}
                 it += _1
 {EPILOGUE}
+    {END}
 
 UNROLL_LOOPS = {{"gemm": (False, False, False, True, False, True, False, True, {EPILOGUE_LOOPS})}}
 '''
@@ -299,16 +338,28 @@ def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: 
         header += _SHUFFLE_SIM if simulator else _SHUFFLE_GPU
     epilogue = (_EPILOGUE_FFN if ffn else _EPILOGUE.replace("{STORE}", "")) if store else _NO_STORE
     epilogue_loops = ("True, True, True" if ffn else "True, True") if store else "True"
+    multicast = variant == "ws-mc"
+    if multicast:
+        if simulator:
+            raise SystemExit("ws-mc has no simulator models (clusters); run it on the GPU or with --ptx-only")
+        if tiles_m % CLUSTER or (group or tiles_m) % CLUSTER:
+            raise SystemExit(f"ws-mc pairs row tiles: M's {tiles_m} tiles (and --group) must be even")
+        header += _CLUSTER_HEADER
     setup = _SETUP.format(JIT="" if simulator else f"(launch_bounds=({threads(variant)}, 1))",
-                          SMEM=shared_bytes(stages) // 2 if simulator else 0, S=stages)
+                          SMEM=shared_bytes(stages) // 2 if simulator else 0, S=stages,
+                          EMPTY=8 * CLUSTER if multicast else 8,
+                          SYNC="_cluster_sync()" if multicast else "cuda.syncthreads()")
     parts = dict(SETUP=setup, EPILOGUE_LOOPS=epilogue_loops, S=stages)
     if variant == "tma":
         return header + _UNSPECIALIZED.format(**parts, KSTEPS=K // BK, LOAD=_indent(_LOAD, 12),
                                               CONSUME=_indent(_CONSUME, 8), EPILOGUE=_indent(epilogue, 4))
-    regs = variant != "ws-noreg"
+    regs = variant not in ("ws-noreg", "ws-mc")  # ws-mc: its producer spills at 40 registers
     return header + _SPECIALIZED.format(**parts, FEWER="_fewer()" if regs else "pass",
-                                        MORE="_more()" if regs else "pass", LOAD=_indent(_LOAD, 20),
-                                        CONSUME=_indent(_CONSUME, 16), EPILOGUE=_indent(epilogue, 12))
+                                        MORE="_more()" if regs else "pass",
+                                        LOAD=_indent(_LOAD_MC if multicast else _LOAD, 20),
+                                        CONSUME=_indent(_CONSUME, 16), EPILOGUE=_indent(epilogue, 12),
+                                        RANK="_cluster_rank()" if multicast else "_0",
+                                        END="_cluster_sync()" if multicast else "")
 
 
 def threads(variant: str) -> int:
@@ -432,6 +483,7 @@ def measure(args, variants) -> int:
     import ffn_bf16
     import gemm_bf16
     import tcomp as tc
+    from cluster_copies import cluster_launcher
     from tcomp.codegen.launch import DriverKernel, DriverLaunch
     from tcomp.codegen.tensor_maps import TensorMapTable
     from timing import time_cuda_batched
@@ -489,13 +541,21 @@ def measure(args, variants) -> int:
                                              (threads(variant), 1, 1),
                                              [(M * K, 2), (K * N, 2), (M * N // 4 if args.ffn else M * N, 4), (16, 8),
                                               (16, 8)], shared_bytes(args.stages))
-                launch = DriverLaunch([driver_kernel], [[slot] for slot in driver_kernel.data_slots], [])
                 c = output()
                 pointers = [a.data_ptr(), w.data_ptr(), c.data_ptr(), map_a, map_w]
                 stream = torch.cuda.current_stream().cuda_stream
+                if variant == "ws-mc":
+                    for slot, pointer in zip(driver_kernel.data_slots, pointers):
+                        slot.value = pointer
+                    in_clusters = cluster_launcher(driver_kernel, CLUSTER)
 
-                def run():
-                    launch(pointers, stream)
+                    def run():
+                        in_clusters(stream)
+                else:
+                    launch = DriverLaunch([driver_kernel], [[slot] for slot in driver_kernel.data_slots], [])
+
+                    def run():
+                        launch(pointers, stream)
 
                 run()
                 torch.cuda.synchronize()
