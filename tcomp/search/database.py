@@ -2,7 +2,7 @@
 
 A record says which workload (``workload_key``: structure, shapes and dtypes, not names),
 on which target (GPU name, SM count, compute capability, CUDA driver and numba-cuda
-versions), with which tcomp version, which schedule (replayable Python defining
+versions), with which tcomp version, in which search (its job name), which schedule (replayable Python defining
 ``schedule(s, out)``), what the cost model predicted, what was measured (median seconds
 and the spread of the repeats), and how it ended: ``ok``, ``wrong`` (a result that
 differs from the reference), ``crash``, ``timeout``, ``illegal`` (refused by
@@ -55,6 +55,7 @@ class Record:
     spread: float | None = None  # (slowest - fastest) / median of the measured repeats
     error: str = ""  # why it was not ok
     tcomp_version: str = field(default_factory=tcomp_version)
+    job: str = ""  # the search that tried it (what tc.autoschedule(resume=True) continues)
 
     def __post_init__(self):
         if self.status not in STATUSES:

@@ -136,6 +136,21 @@ def prebuild(bench: str, source: str, checked: bool = False) -> str:
     return ""
 
 
+def standin_timing() -> bool:
+    """Do the tests ask for a stand-in clock (``TCOMP_MEASURE_STANDIN=1``)? Then a
+    candidate validated in the simulator is given a time made from its source's hash
+    (1 to 2 ms, the same on every machine), so that the measured search, locally or on a
+    cluster, runs end to end without a GPU. Nothing else reads it."""
+    return os.environ.get("TCOMP_MEASURE_STANDIN", "") not in ("", "0")
+
+
+def _standin_time(source: str) -> dict:
+    import hashlib
+
+    seconds = 1e-3 * (1 + int(hashlib.sha256(source.encode()).hexdigest()[:8], 16) / 0xFFFFFFFF)
+    return {"status": "ok", "measured": seconds, "spread": 0.0, "times": [seconds] * 3}
+
+
 def worker_device(worker: int, visible: str | None = None, count: int | None = None) -> str:
     """What ``CUDA_VISIBLE_DEVICES`` a measuring worker gets: the ``worker``-th (modulo)
     of the devices this process sees: ``visible`` (default: this process's
@@ -283,6 +298,8 @@ class _Child:
             if not ok:
                 return {"status": "wrong", "error": f"output {t.name}: {'; '.join(lines)}"}
         if mod.simulator:
+            if standin_timing():
+                return _standin_time(request["source"])
             return {"status": "ok", "measured": None, "spread": None}
         copies = self._device_copies()
         return self._time(lambda n, outs: mod(*copies[n], *outs), request, replayed=True)

@@ -28,13 +28,14 @@ from __future__ import annotations
 import os
 import random
 import tempfile
-from concurrent.futures import Executor, ThreadPoolExecutor
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 
 from ..validation import SIMULATOR_THREADS_PER_SECOND
 from .database import Record, TuningDatabase, current_target, tcomp_version
 from .filters import Screened, Screener, rank_key
 from .measure import Measurement, measure_batch, prepare_bench
+from .runners import LocalMeasurer
 from .space import Space
 
 #: how many points to draw and screen before the first measurement, per trial
@@ -79,7 +80,8 @@ class Progress:
 
 def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool = False, seed: int = 0, *,
                  workers: int | None = None, timeout: float = 120.0, executor: Executor | None = None,
-                 gpus: int | None = None, progress: Progress | None = None, repeats: int = 10) -> SearchResult:
+                 gpus: int | None = None, progress: Progress | None = None, repeats: int = 10,
+                 cluster: str | None = None, resume: bool = False) -> SearchResult:
     """Search for a fast, legal schedule of ``out`` (see the module docstring).
 
     ``trials`` bounds the candidates measured; ``db`` is a tuning database path (None: the
@@ -90,32 +92,86 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
     ``target`` (a name or a ``tcomp.target.Target``) is the GPU the space's tiling rules
     size their tiles for (shared memory, registers, SMs, matrix instructions) and the
     cost model ranks on.
+
+    ``cluster`` ("auto", "HOST:PORT" or "ray://HOST:PORT") screens, builds and measures on
+    a Ray cluster instead (``tcomp.search.cluster``; without a GPU in it, its workers
+    validate the ``trials`` best-predicted candidates in the simulator). ``resume``
+    continues the last search of ``out`` recorded in the database, which must be given
+    the same ``trials`` and ``seed``: it makes the same choices, and a candidate that the
+    interrupted search measured is taken from its record, not measured again.
     """
+    from ..errors import TcompError
     from ..lang.canonical import workload_key
 
+    if executor is not None and cluster is not None:
+        raise TcompError("autoschedule takes an executor or a cluster, not both")
     progress = progress or Progress()
     rng = random.Random(seed)
     space = Space(out, target=target)  # NOTE: the tiling rules size their tiles by this GPU
     workers = workers or os.cpu_count() or 1
-    measuring = not model_only and _can_measure()
+    joined = _join(cluster, progress) if cluster is not None else None
+    measuring = not model_only and (_cluster_can_measure(joined) if joined else _can_measure())
     database = TuningDatabase(db)
     key = workload_key(out)
-    if trials == 0:
+    job, replay = _job(database, key, resume)
+    if trials == 0 and not resume:
         recorded = _recorded_best(out, database, key, measuring)
         if recorded is not None:
             return recorded
-    progress.stage("screening")
-    pool = _Pool(space, Screener(space, workers, target), progress)
+    progress.stage("screening" + (" on the cluster" if joined else ""))
+    pool = _Pool(space, joined.screener(space, target) if joined else Screener(space, workers, target), progress)
     pool.add_seeds()
     pool.draw(rng, max(MIN_DRAWS, DRAWS_PER_TRIAL * trials))
-    if not measuring:
-        return _model_only(out, space, pool, database, key, progress, timeout)
-    search = _MeasuredSearch(out, space, pool, database, key, current_target(), progress, timeout, repeats,
-                             executor, gpus or _gpu_count(), workers)
+    if not measuring and joined is None:
+        return _model_only(out, space, pool, database, key, progress, timeout, job, replay)
+    if joined is not None:
+        measurer = joined.measurer(out, on_gpus=joined.gpus() > 0)
+        progress.stage(f"measuring on {measurer.describe()}")
+        measuring_target = measurer.target
+    else:
+        measurer = LocalMeasurer(out, gpus or _gpu_count(), workers, executor, progress)
+        measuring_target = current_target()
     try:
+        if not measuring:
+            return _validate_on_cluster(out, pool, database, key, progress, timeout, trials, measurer, job, replay)
+        search = _MeasuredSearch(out, space, pool, database, key, measuring_target, progress, timeout, repeats,
+                                 measurer, job, replay)
         return search.run(rng, trials)
     finally:
-        search.close()
+        measurer.close()
+
+
+def _join(address: str, progress: Progress):
+    from .cluster import connect
+
+    joined = connect(address)
+    progress.stage(f"joined {joined.describe()}")
+    return joined
+
+
+def _cluster_can_measure(joined) -> bool:
+    """Does the cluster have a GPU to time candidates on (or the tests' stand-in clock)?"""
+    from .measure import standin_timing
+
+    return joined.gpus() > 0 or standin_timing()
+
+
+def _job(database: TuningDatabase, key: str, resume: bool) -> tuple:
+    """The search's job name and, resuming, the records of the job it resumes (by
+    schedule): the last job of ``key`` in ``database`` written by this tcomp version."""
+    if not resume:
+        import secrets
+        import time
+
+        return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", {}
+    from ..errors import TcompError
+
+    records = [r for r in database.records(key) if r.job and r.tcomp_version == tcomp_version()]
+    if not records:
+        raise TcompError(f"nothing to resume: the tuning database {database.path} holds no search of this workload "
+                         f"by tcomp {tcomp_version()}; run the search without resuming")
+    job = records[-1].job
+    return job, {r.schedule: r for r in records if r.job == job}
 
 
 def _recorded_best(out, database: TuningDatabase, key: str, measuring: bool) -> SearchResult | None:
@@ -145,10 +201,14 @@ def _recorded_best(out, database: TuningDatabase, key: str, measuring: bool) -> 
 
 
 def _can_measure() -> bool:
-    """Is there a GPU to time candidates on (not Numba's simulator)?"""
+    """Is there a GPU to time candidates on (not Numba's simulator; in the simulator, the
+    tests' stand-in clock, ``measure.standin_timing``)?"""
     from ..codegen import simulator_enabled
+    from .measure import standin_timing
 
-    return not simulator_enabled() and _gpu_count() > 0
+    if simulator_enabled():
+        return standin_timing()
+    return _gpu_count() > 0
 
 
 def _can_run_kernels() -> bool:
@@ -211,9 +271,12 @@ def _winner_schedule(out, source: str):
     return replay(source, out)
 
 
-def _model_only(out, space, pool: _Pool, database, key, progress: Progress, timeout: float) -> SearchResult:
+def _model_only(out, space, pool: _Pool, database, key, progress: Progress, timeout: float, job: str,
+                replay: dict) -> SearchResult:
     """Rank with the cost model alone; validate the best-predicted point that replays
-    and computes the right result."""
+    and computes the right result (a resumed job's validations taken from its records)."""
+    from ..codegen import simulator_enabled
+
     legal = pool.legal()
     if not legal:
         raise _no_legal(pool)
@@ -222,40 +285,81 @@ def _model_only(out, space, pool: _Pool, database, key, progress: Progress, time
     records = []
     best = legal[0]
     if not _can_run_kernels():
-        return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, records,
-                            validated="not validated: no GPU here and Numba's CUDA simulator is off "
-                                      "(NUMBA_ENABLE_CUDASIM=1 runs it; `tcomp autoschedule` switches it on)",
-                            description=best.point.describe())
-    threads = _simulated_threads(best.source, out)
-    if threads > SIMULATOR_THREADS_PER_SECOND * timeout:
-        return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, records,
-                            validated=f"not validated: the CUDA simulator would run {threads:,} threads here (about "
-                                      f"{threads / SIMULATOR_THREADS_PER_SECOND / 60:,.0f} minutes); check the "
-                                      f"schedule at a smaller shape, or on a GPU",
-                            description=best.point.describe())
+        return _unvalidated(out, best, "not validated: no GPU here and Numba's CUDA simulator is off "
+                                       "(NUMBA_ENABLE_CUDASIM=1 runs it; `tcomp autoschedule` switches it on)")
+    too_big = _too_big_for_the_simulator(out, best, timeout, simulator_enabled())
+    if too_big is not None:
+        return too_big
     with tempfile.TemporaryDirectory(prefix="tcomp-bench-") as folder:
         bench = prepare_bench(out, folder)
         for screened in legal[:FINALISTS]:
-            m = measure_batch(bench, [screened.source], timeout=timeout, repeats=3, warmup=1, checked=True)[0]
-            record = _record(key, target, screened, m)
+            record = replay.get(screened.source)
+            if record is None:
+                m = measure_batch(bench, [screened.source], timeout=timeout, repeats=3, warmup=1, checked=True)[0]
+                record = _record(key, target, screened, m, job)
+                database.append(record)
             records.append(record)
-            database.append(record)
-            if m.status == "ok":
-                where = "on the GPU" if m.measured is not None else "in the CUDA simulator"
-                return SearchResult(_winner_schedule(out, screened.source), screened.source, screened.predicted,
-                                    None, records, validated=f"matches tc.evaluate {where}",
-                                    description=screened.point.describe())
+            if record.status == "ok":
+                return _validated(out, screened, record, records, "")
             progress.update(failed=1)
     raise _no_legal(pool, records)
 
 
-def _simulated_threads(source: str, out) -> int:
-    """Threads the CUDA simulator would run for ``source`` (0 on a GPU)."""
-    from ..codegen import simulator_enabled
+def _validate_on_cluster(out, pool: _Pool, database, key, progress: Progress, timeout: float, trials: int,
+                         measurer, job: str, replay: dict) -> SearchResult:
+    """A model-only search on a cluster (no GPU in it, or ``model_only``): the ``trials``
+    best-predicted candidates validated on its workers at once, each recorded as it
+    ends; the best-predicted that computes the right result wins, as it would here."""
+    legal = pool.legal()
+    if not legal:
+        raise _no_legal(pool)
+    too_big = _too_big_for_the_simulator(out, legal[0], timeout, not measurer.on_gpus)
+    if too_big is not None:
+        return too_big
+    chosen = legal[:max(1, trials)]
+    progress.stage(f"validating {len(chosen)} on {measurer.describe()}")
+    ended = {s.source: replay[s.source] for s in chosen if s.source in replay}
+    fresh = [s for s in chosen if s.source not in ended]
+
+    def on_result(index, m):
+        record = _record(key, measurer.target, fresh[index], m, job)
+        database.append(record)
+        ended[record.schedule] = record
+        progress.update(measured=1, failed=int(m.status != "ok"))
+
+    measurer.measure([s.source for s in fresh], on_result, timeout=timeout, repeats=3, warmup=1, checked=True)
+    records = [ended[s.source] for s in chosen]
+    for screened, record in zip(chosen, records):
+        if record.status == "ok":
+            return _validated(out, screened, record, records, " on the cluster")
+    raise _no_legal(pool, records)
+
+
+def _validated(out, screened: Screened, record: Record, records: list, where: str) -> SearchResult:
+    how = "on the GPU" if record.measured is not None else "in the CUDA simulator"
+    return SearchResult(_winner_schedule(out, screened.source), screened.source, screened.predicted, None, records,
+                        validated=f"matches tc.evaluate {how}{where}", description=screened.point.describe())
+
+
+def _unvalidated(out, best: Screened, why: str) -> SearchResult:
+    return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, [], validated=why,
+                        description=best.point.describe())
+
+
+def _too_big_for_the_simulator(out, best: Screened, timeout: float, simulated: bool) -> SearchResult | None:
+    """The unvalidated result where the simulator would take longer than ``timeout`` to
+    run ``best``; None where it would not (or where a GPU runs it)."""
+    if not simulated:
+        return None
     from ..lower import lower
     from ..validation import launch_threads
 
-    return launch_threads(lower(_winner_schedule(out, source))) if simulator_enabled() else 0
+    threads = launch_threads(lower(_winner_schedule(out, best.source)))
+    if threads <= SIMULATOR_THREADS_PER_SECOND * timeout:
+        return None
+    return _unvalidated(out, best, f"not validated: the CUDA simulator would run {threads:,} threads here (about "
+                                   f"{threads / SIMULATOR_THREADS_PER_SECOND / 60:,.0f} minutes); check the "
+                                   f"schedule at a smaller shape, or on a GPU")
 
 
 def _no_legal(pool: _Pool, records=()):
@@ -268,72 +372,37 @@ def _no_legal(pool: _Pool, records=()):
     return TcompError(f"the search found no candidate that is legal and correct ({summary or 'none drawn'})")
 
 
-def _record(key, target, screened: Screened, m: Measurement | None = None) -> Record:
+def _record(key, target, screened: Screened, m: Measurement | None = None, job: str = "") -> Record:
     if m is None:
         return Record(workload=key, target=target, schedule=screened.source, status=screened.status,
-                      predicted=screened.predicted, error=screened.error)
+                      predicted=screened.predicted, error=screened.error, job=job)
     return Record(workload=key, target=target, schedule=screened.source, status=m.status,
-                  predicted=screened.predicted, measured=m.measured, spread=m.spread, error=m.error)
+                  predicted=screened.predicted, measured=m.measured, spread=m.spread, error=m.error, job=job)
 
 
-class _DeviceSlots:
-    """The GPUs as slots that batches take in turn: a batch takes the free slot that has
-    waited longest (``measure_batch``'s ``gpu``) and gives it back when it is timed, so
-    that two batches are never timed on one GPU at once (unless more workers than GPUs
-    were asked for) and consecutive batches go round the GPUs, whichever thread runs
-    them (a thread pool reuses an idle thread)."""
-
-    def __init__(self, workers: int):
-        import queue
-
-        self.free = queue.SimpleQueue()
-        for worker in range(workers):
-            self.free.put(worker)
-
-    def measure(self, bench, sources, **kwargs):
-        worker = self.free.get()
-        try:
-            return measure_batch(bench, sources, gpu=worker, **kwargs)
-        finally:
-            self.free.put(worker)
+def _measurement_of(r: Record) -> Measurement:
+    return Measurement(r.schedule, r.status, r.measured, r.spread, (), r.error)
 
 
 class _MeasuredSearch:
-    """Steps 4 to 7 of the module docstring, on one or more GPUs."""
+    """Steps 4 to 7 of the module docstring, measuring through ``measurer`` (this
+    machine's GPUs, ``runners.LocalMeasurer``, or a cluster's,
+    ``cluster.ClusterMeasurer``). With ``replay`` (a resumed job's records, by source),
+    a candidate the job measured before is taken from its record, not measured again."""
 
-    BATCH = 8  # candidates a runner measures per call
+    BATCH = 8  # candidates measured per GPU per refinement step
 
-    def __init__(self, out, space, pool: _Pool, database, key, target, progress, timeout, repeats, executor,
-                 gpus: int, workers: int):
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
+    def __init__(self, out, space, pool: _Pool, database, key, target, progress, timeout, repeats, measurer,
+                 job: str, replay: dict):
         self.out, self.space, self.pool, self.database = out, space, pool, database
         self.key, self.target, self.progress = key, target, progress
         self.timeout, self.repeats = timeout, repeats
-        self.gpus = max(1, gpus)
-        self.executor = executor or ThreadPoolExecutor(self.gpus)
-        self.own_executor = executor is None
-        # NOTE: with the default executor each batch takes a free device for its timing; a given executor's
-        # workers measure wherever their own environment puts them
-        self.devices = _DeviceSlots(self.gpus) if self.own_executor and self.gpus > 1 else None
-        # NOTE: spawned, not forked: a build creates a CUDA context, which a forked child of
-        # a process that has one cannot
-        self.builders = ProcessPoolExecutor(max(1, workers - 1), mp_context=multiprocessing.get_context("spawn")) \
-            if workers > 1 else None
-        self.folder = tempfile.TemporaryDirectory(prefix="tcomp-bench-")
-        self.bench = prepare_bench(out, self.folder.name)
+        self.measurer = measurer
+        self.job, self.replay = job, dict(replay)
         self.records: list = []
         self.measured: dict = {}  # source -> Measurement of this search or the database
         self.prior_versions: list = []
         self._load_database()
-
-    def close(self):
-        if self.own_executor:
-            self.executor.shutdown()
-        if self.builders is not None:
-            self.builders.shutdown(cancel_futures=True)
-        self.folder.cleanup()
 
     def _load_database(self):
         for r in self.database.records(self.key, self.target):
@@ -341,49 +410,40 @@ class _MeasuredSearch:
                 if r.status == "ok":
                     self.prior_versions.append(r)  # NOTE: replayed and validated before it can win
                 continue
-            self.measured[r.schedule] = Measurement(r.schedule, r.status, r.measured, r.spread, (), r.error)
+            if r.schedule in self.replay:  # NOTE: the resumed job's own: counted when the job reaches it again
+                continue
+            self.measured[r.schedule] = _measurement_of(r)
             if r.schedule not in self.pool.by_source:
                 self.pool.by_source[r.schedule] = Screened(None, r.schedule, "ok", r.predicted)
 
     # ------------------------------------------------------------------ measuring
 
     def _measure(self, screened: list) -> list:
-        """Measure ``screened`` candidates, spread over the GPUs: every one is built in the
-        pool at once, and each batch goes to a runner as soon as its own builds are done,
-        so that the GPU measures while later candidates compile."""
+        """Measure ``screened`` candidates (those the resumed job measured are taken from
+        its records); each is recorded as it ends."""
         if not screened:
             return []
-        from concurrent.futures import TimeoutError as FutureTimeout
+        fresh = [s for s in screened if s.source not in self.replay]
+        for s in screened:
+            if s.source in self.replay:
+                self._take(s, _measurement_of(self.replay.pop(s.source)), record=False)
 
-        from .measure import prebuild
+        def on_result(index, m):
+            self._take(fresh[index], m, record=True)
 
-        batches = [screened[n:n + self.BATCH] for n in range(0, len(screened), self.BATCH)]
         # NOTE: a candidate screened in this search has passed tc.check; one from the
         # database (no point) is checked again where it is built
-        builds = [[self.builders.submit(prebuild, self.bench, s.source, s.point is not None) for s in batch]
-                  if self.builders else [] for batch in batches]
-        futures = []
-        for batch, pending in zip(batches, builds):
-            for f in pending:
-                try:
-                    f.result(timeout=self.timeout)
-                except FutureTimeout:  # NOTE: the runner meets the same build and records its timeout
-                    pass
-            self.progress.update(built=len(batch))
-            measure = self.devices.measure if self.devices is not None else measure_batch
-            futures.append(self.executor.submit(measure, self.bench, [s.source for s in batch],
-                                                timeout=self.timeout, repeats=self.repeats,
-                                                checked=all(s.point is not None for s in batch)))
-        done = []
-        for batch, future in zip(batches, futures):
-            for s, m in zip(batch, future.result()):
-                self.measured[s.source] = m
-                record = _record(self.key, self.target, s, m)
-                self.records.append(record)
-                self.database.append(record)
-                self.progress.update(measured=1, failed=int(m.status != "ok"), best=self._best_time())
-                done.append((s, m))
-        return done
+        self.measurer.measure([s.source for s in fresh], on_result, timeout=self.timeout, repeats=self.repeats,
+                              checked=all(s.point is not None for s in fresh))
+        return [(s, self.measured[s.source]) for s in screened]
+
+    def _take(self, s: Screened, m: Measurement, record: bool) -> None:
+        self.measured[s.source] = m
+        entry = _record(self.key, self.target, s, m, self.job)
+        self.records.append(entry)
+        if record:
+            self.database.append(entry)
+        self.progress.update(measured=1, failed=int(m.status != "ok"), best=self._best_time())
 
     def _best_time(self):
         times = [m.measured for m in self.measured.values() if m.status == "ok" and m.measured is not None]
@@ -410,7 +470,7 @@ class _MeasuredSearch:
             budget -= len(first)
         while budget > 0:
             self.progress.stage("refining")
-            batch = self._refinements(rng, min(budget, self.BATCH * self.gpus))
+            batch = self._refinements(rng, min(budget, self.BATCH * self.measurer.parallel))
             if not batch:
                 break
             self._measure(batch)
@@ -467,8 +527,7 @@ class _MeasuredSearch:
         self.progress.stage("final re-measure")
         times: dict = {src: [] for src in ranked}
         for _ in range(FINAL_ROUNDS):
-            round_ = self.executor.submit(measure_batch, self.bench, ranked, timeout=self.timeout,
-                                          repeats=self.repeats, checked=True).result()
+            round_ = self.measurer.measure_batch(ranked, timeout=self.timeout, repeats=self.repeats, checked=True)
             for src, m in zip(ranked, round_):
                 if m.status == "ok":
                     times[src].extend(m.times)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 import tcomp as tc
+import tcomp.search.runners as runners
 import tcomp.search.search as search
 from tcomp.search.measure import Measurement
 from tcomp.search.search import kendall_tau
@@ -49,7 +50,7 @@ class FakeRunner:
 @pytest.fixture
 def fake_gpu(monkeypatch):
     runner = FakeRunner()
-    monkeypatch.setattr(search, "measure_batch", runner)
+    monkeypatch.setattr(runners, "measure_batch", runner)
     monkeypatch.setattr(search, "_can_measure", lambda: True)
     monkeypatch.setattr(search, "current_target", lambda: dict(FAKE_GPU))
     monkeypatch.setattr(search, "MIN_DRAWS", 12)
@@ -218,7 +219,8 @@ def test_batches_go_round_two_gpus_and_no_record_is_lost(fake_gpu, tmp_path, mon
             intervals.append((gpu, start, time.perf_counter()))
         return out
 
-    monkeypatch.setattr(search, "measure_batch", runner)
+    monkeypatch.setattr(runners, "measure_batch", runner)
+    monkeypatch.setattr(runners.LocalMeasurer, "BATCH", 2)
     monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
     db = tmp_path / "db.jsonl"
     result = tc.autoschedule(_algorithm(), trials=8, db=db, workers=1, gpus=2)
@@ -236,8 +238,8 @@ def test_batches_measured_one_after_another_still_go_round_the_gpus(monkeypatch)
     """A thread pool reuses an idle thread: when each batch is timed before the next is
     built, one thread runs them all, and they must still alternate between the GPUs."""
     used = []
-    monkeypatch.setattr(search, "measure_batch", lambda bench, sources, gpu=None, **kw: used.append(gpu) or [])
-    slots = search._DeviceSlots(2)
+    monkeypatch.setattr(runners, "measure_batch", lambda bench, sources, gpu=None, **kw: used.append(gpu) or [])
+    slots = runners.DeviceSlots(2)
     for _ in range(3):
         slots.measure("bench", ["source"])
     assert used == [0, 1, 0]
@@ -258,13 +260,14 @@ def test_two_measuring_workers_share_one_gpu_and_every_record_is_kept_once(tmp_p
     from tcomp.search.measure import worker_device
 
     workers = []
-    real = search.measure_batch
+    real = runners.measure_batch
 
     def spy(bench, sources, gpu=None, **kwargs):
         workers.append(gpu)
         return real(bench, sources, gpu=gpu, **kwargs)
 
-    monkeypatch.setattr(search, "measure_batch", spy)
+    monkeypatch.setattr(runners, "measure_batch", spy)
+    monkeypatch.setattr(runners.LocalMeasurer, "BATCH", 2)
     monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
     db = tmp_path / "db.jsonl"
     result = tc.autoschedule(matmul_silu_quant.algorithm(256, 256, 256), trials=8, db=db, workers=2, gpus=2)

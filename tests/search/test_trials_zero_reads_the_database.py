@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import tcomp as tc
+import tcomp.search.runners as runners
 import tcomp.search.search as search
 from tcomp.lang.canonical import workload_key
 from tcomp.search.database import Record, TuningDatabase, TuningDatabaseWarning, current_target
@@ -47,6 +48,7 @@ def nothing_searched(monkeypatch):
 
     monkeypatch.setattr(search._Pool, "draw", _refuse)
     monkeypatch.setattr(search, "measure_batch", _refuse)
+    monkeypatch.setattr(runners, "measure_batch", _refuse)
 
 
 def test_model_only_trials_zero_returns_the_record_validated_in_the_simulator(tmp_path, nothing_searched):

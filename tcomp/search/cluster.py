@@ -1,0 +1,325 @@
+"""The search on a Ray cluster (``pip install "tcomp[cluster]"``): ``tc.autoschedule(out, ...,
+cluster="auto" | "HOST:PORT" | "ray://HOST:PORT")``.
+
+The driver (the process that called ``tc.autoschedule``) keeps the search's decisions and
+is the only writer of the tuning database; the cluster does the work:
+
+- **screening**: the points go out in chunks as tasks of one CPU each; a task screens its
+  chunk as the local search does (each point in a forked process with a time limit);
+- **measuring**: one actor per GPU of the cluster (``num_gpus=1``), wherever the GPU is,
+  each holding a runner (``tcomp.search.measure``) on its node. The bench (the algorithm,
+  its inputs and references) goes into Ray's object store once; each actor writes it to
+  a folder of its own node, so no file system is shared;
+- **building**: each candidate is built ahead of its measurement by a task of one CPU
+  pinned to the node of the actor that will measure it, into that node's kernel cache,
+  and the actor's call waits for that build (Ray resolves the build's result, an argument
+  of the call, first), so that the GPU measures while later candidates compile;
+- **without a GPU** in the cluster the actors take one CPU each and validate candidates
+  in Numba's CUDA simulator (the search is then model-only, as it is on a machine
+  without a GPU).
+
+Every candidate is a call of its own, so its result reaches the driver, and the
+database, as soon as it ends. When a node dies, the candidates its actor had not
+finished are measured again on another actor (``RETRIES`` times at most); one left with
+no actor, or out of retries, is recorded as ``crash`` with the node named.
+
+Every node needs tcomp installed, at the driver's version (checked when the actors
+start), and the same Python packages.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from dataclasses import dataclass
+
+from ..errors import TcompError
+from .measure import Measurement
+
+#: what installs Ray
+CLUSTER_EXTRA = 'pip install "tcomp[cluster]"'
+#: how many times a candidate whose node died is measured again on another node
+RETRIES = 1
+#: seconds to wait for the measuring actors to start before giving up
+START_SECONDS = 120.0
+#: points per screening task, at most
+SCREEN_CHUNK = 8
+
+
+class ClusterError(TcompError):
+    """The cluster cannot be reached or cannot run the search."""
+
+
+def _ray():
+    try:
+        import ray
+    except ImportError:
+        raise ClusterError(f"searching on a cluster needs Ray, which is not installed: {CLUSTER_EXTRA}") from None
+    return ray
+
+
+def connect(address: str) -> "Cluster":
+    """Join the Ray cluster at ``address`` ("auto": the one this machine belongs to, as
+    ``RAY_ADDRESS`` or a local ``ray start`` says; "HOST:PORT"; "ray://HOST:PORT" through
+    Ray Client). Joining the cluster that this process already joined is a no-op."""
+    if not isinstance(address, str) or not address.strip():
+        raise ClusterError(f"a cluster address is 'auto', 'HOST:PORT' or 'ray://HOST:PORT', got {address!r}")
+    ray = _ray()
+    if not ray.is_initialized():
+        try:
+            ray.init(address=address.strip(), log_to_driver=False, logging_level="ERROR")
+        except (ConnectionError, RuntimeError, ValueError) as err:
+            raise ClusterError(f"no Ray cluster could be joined at {address!r}: {err}") from None
+    return Cluster(ray, address.strip())
+
+
+@dataclass(frozen=True)
+class WorkerInfo:
+    """Where a measuring actor runs and what it measures on."""
+
+    node: str  # the node's address and id, shortened: how errors name it
+    node_id: str  # Ray's id of the node
+    target: dict  # tcomp.search.database.current_target() on that node
+    bench: str  # the bench folder on that node
+    tcomp_version: str
+
+
+class Cluster:
+    """A joined Ray cluster: what it holds, and the search's work on it."""
+
+    def __init__(self, ray, address: str):
+        self.ray = ray
+        self.address = address
+
+    def resources(self) -> dict:
+        return dict(self.ray.cluster_resources())
+
+    def gpus(self) -> int:
+        return int(self.resources().get("GPU", 0))
+
+    def cpus(self) -> int:
+        return int(self.resources().get("CPU", 0))
+
+    def describe(self) -> str:
+        nodes = [n for n in self.ray.nodes() if n.get("Alive")]
+        return f"{len(nodes)} node(s), {self.cpus()} CPUs, {self.gpus()} GPUs (Ray at {self.address})"
+
+    def screener(self, space, target) -> "ClusterScreener":
+        return ClusterScreener(self, space, target)
+
+    def measurer(self, out, on_gpus: bool) -> "ClusterMeasurer":
+        """Measuring actors for ``out``'s candidates: one per GPU, or (``on_gpus`` False)
+        one per CPU but one, validating in the simulator."""
+        return ClusterMeasurer(self, out, on_gpus)
+
+
+# ---------------------------------------------------------------------- screening
+
+
+def _screen_chunk(space, points, target, seconds):
+    from .filters import Screener
+
+    return Screener(space, 1, target, seconds).screen(points)
+
+
+class ClusterScreener:
+    """``Screener.screen`` with the points spread over the cluster's CPUs (same results,
+    same order)."""
+
+    def __init__(self, cluster: Cluster, space, target):
+        from .filters import CHECK_SECONDS
+
+        self.cluster = cluster
+        self.space = cluster.ray.put(space)
+        self.target = target
+        self.seconds = CHECK_SECONDS
+        self.task = cluster.ray.remote(num_cpus=1, max_retries=3)(_screen_chunk)
+
+    def screen(self, points: list) -> list:
+        if not points:
+            return []
+        size = max(1, min(SCREEN_CHUNK, -(-len(points) // max(1, 2 * self.cluster.cpus()))))
+        chunks = [points[n:n + size] for n in range(0, len(points), size)]
+        refs = [self.task.remote(self.space, chunk, self.target, self.seconds) for chunk in chunks]
+        return [screened for part in self.cluster.ray.get(refs) for screened in part]
+
+
+# ---------------------------------------------------------------------- measuring
+
+
+def read_bench(folder: str) -> dict:
+    """The files of a bench folder (``measure.prepare_bench``) as ``{name: bytes}``."""
+    files = {}
+    for name in sorted(os.listdir(folder)):
+        with open(os.path.join(folder, name), "rb") as f:
+            files[name] = f.read()
+    return files
+
+
+def write_bench(files: dict) -> str:
+    """A new folder on this node holding the bench ``files``; its path."""
+    folder = tempfile.mkdtemp(prefix="tcomp-bench-")
+    for name, data in files.items():
+        with open(os.path.join(folder, name), "wb") as f:
+            f.write(data)
+    return folder
+
+
+class MeasuringWorker:
+    """The actor of one GPU (or, without one, of one CPU running the simulator): the
+    bench written to its node and a runner (``measure._Runner``) that keeps one
+    measuring process at a time."""
+
+    def __init__(self, bench_files: dict, simulated: bool):
+        if simulated:  # NOTE: read by the runner's child when it first imports numba
+            os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+        self.bench = write_bench(bench_files)
+        from .measure import _Runner
+
+        self.runner = _Runner(self.bench, None)
+
+    def info(self) -> WorkerInfo:
+        import ray
+
+        from .database import current_target, tcomp_version
+
+        node = ray.get_runtime_context().get_node_id()
+        return WorkerInfo(f"{ray.util.get_node_ip_address()} ({node[:8]})", node, current_target(), self.bench,
+                          tcomp_version())
+
+    def measure(self, source: str, built: str, timeout: float, repeats: int, warmup: int,
+                checked: bool) -> Measurement:
+        """Validate and time ``source`` (``built``: the build task's answer, which Ray
+        waits for before this call runs; unused)."""
+        return self.runner.measure(source, timeout, repeats, warmup, checked)
+
+    def measure_batch(self, sources: list, timeout: float, repeats: int, warmup: int, checked: bool) -> list:
+        """One measurement of each of ``sources``, in order, on this GPU (the search's
+        interleaved final rounds)."""
+        return [self.runner.measure(s, timeout, repeats, warmup, checked) for s in sources]
+
+
+def _build_on_node(bench: str, source: str, checked: bool) -> str:
+    from .measure import prebuild
+
+    return prebuild(bench, source, checked)
+
+
+class ClusterMeasurer:
+    """The measuring actors of a cluster and the candidates' distribution over them (see
+    the module docstring)."""
+
+    def __init__(self, cluster: Cluster, out, on_gpus: bool):
+        from .measure import prepare_bench
+
+        ray = cluster.ray
+        self.ray, self.cluster, self.on_gpus = ray, cluster, on_gpus
+        count = cluster.gpus() if on_gpus else max(1, cluster.cpus() - 1)
+        if count < 1:
+            raise ClusterError(f"the cluster at {cluster.address} has no GPU to measure on")
+        with tempfile.TemporaryDirectory(prefix="tcomp-bench-") as folder:
+            files = ray.put(read_bench(prepare_bench(out, folder)))
+        actor = ray.remote(num_gpus=1, num_cpus=0)(MeasuringWorker) if on_gpus else \
+            ray.remote(num_cpus=1)(MeasuringWorker)
+        workers = [actor.remote(files, not on_gpus) for _ in range(count)]
+        try:
+            infos = ray.get([w.info.remote() for w in workers], timeout=START_SECONDS)
+        except ray.exceptions.GetTimeoutError:
+            raise ClusterError(f"the cluster's {count} measuring actors did not start within {START_SECONDS:g} s "
+                               f"({cluster.describe()})") from None
+        from .database import tcomp_version
+
+        stale = [i for i in infos if i.tcomp_version != tcomp_version()]
+        if stale:
+            raise ClusterError(f"node {stale[0].node} has tcomp {stale[0].tcomp_version}, the driver "
+                               f"{tcomp_version()}: install the same version on every node")
+        # NOTE: timings belong to one kind of GPU: the most common one measures, the others stay idle
+        targets = [i.target for i in infos]
+        self.target = max(targets, key=targets.count)
+        self.workers = {w: i for w, i in zip(workers, infos) if i.target == self.target}
+        self.left_out = len(workers) - len(self.workers)
+        self.build = ray.remote(num_cpus=1)(_build_on_node)
+        self.notes: list = []
+
+    @property
+    def parallel(self) -> int:
+        """Candidates measured at once."""
+        return max(1, len(self.workers))
+
+    def describe(self) -> str:
+        kind = self.target.get("gpu", "?")
+        text = f"{len(self.workers)} measuring actor(s) on {kind}"
+        return text + (f" ({self.left_out} on other GPUs left out)" if self.left_out else "")
+
+    def _submit(self, worker, source: str, timeout: float, repeats: int, warmup: int, checked: bool):
+        info = self.workers[worker]
+        built = ""  # NOTE: the simulator's actors hold every CPU; their runner builds
+        if self.on_gpus:
+            from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+            strategy = NodeAffinitySchedulingStrategy(info.node_id, soft=False)
+            built = self.build.options(scheduling_strategy=strategy).remote(info.bench, source, checked)
+        return worker.measure.remote(source, built, timeout, repeats, warmup, checked)
+
+    def measure(self, sources: list, on_result, *, timeout: float, repeats: int, warmup: int = 3,
+                checked: bool = False) -> list:
+        """Measure ``sources`` on the actors, round robin; ``on_result(index, measurement)``
+        as each ends (in whatever order they end); the measurements in the order of
+        ``sources``."""
+        ray = self.ray
+        results: list = [None] * len(sources)
+        attempts = [0] * len(sources)
+        pending = {}  # ref -> (index, worker)
+        live = list(self.workers)
+
+        def assign(index: int, turn: int) -> None:
+            worker = live[turn % len(live)]
+            pending[self._submit(worker, sources[index], timeout, repeats, warmup, checked)] = (index, worker)
+
+        for index in range(len(sources)):
+            assign(index, index)
+        turn = len(sources)
+        while pending:
+            ready, _ = ray.wait(list(pending), num_returns=1)
+            for ref in ready:
+                index, worker = pending.pop(ref)
+                try:
+                    m = ray.get(ref)
+                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
+                        ray.exceptions.NodeDiedError) as err:
+                    node = self.workers[worker].node
+                    if worker in live:
+                        live.remove(worker)
+                        self.notes.append(f"node {node} died; its candidates go to the other actors")
+                    attempts[index] += 1
+                    if live and attempts[index] <= RETRIES:
+                        assign(index, turn)
+                        turn += 1
+                        continue
+                    why = "no other measuring actor was left" if not live else f"{attempts[index]} nodes died"
+                    m = Measurement(sources[index], "crash",
+                                    error=f"the node {node} measuring it died ({type(err).__name__}); {why}")
+                results[index] = m
+                on_result(index, m)
+        self.workers = {w: self.workers[w] for w in live}
+        return results
+
+    def measure_batch(self, sources: list, *, timeout: float, repeats: int, warmup: int = 3,
+                      checked: bool = False) -> list:
+        """One measurement of each of ``sources`` in order on one actor (the final
+        interleaved rounds), on the next actor if its node dies."""
+        ray = self.ray
+        for worker in list(self.workers):
+            try:
+                return ray.get(worker.measure_batch.remote(sources, timeout, repeats, warmup, checked))
+            except (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError):
+                self.notes.append(f"node {self.workers.pop(worker).node} died during the final rounds")
+        return [Measurement(s, "crash", error="no measuring actor was left on the cluster") for s in sources]
+
+    def close(self) -> None:
+        for worker in self.workers:
+            self.ray.kill(worker)
+        self.workers = {}
+
+
+__all__ = ["CLUSTER_EXTRA", "Cluster", "ClusterError", "ClusterMeasurer", "ClusterScreener", "connect"]
