@@ -54,6 +54,13 @@ def add_parser(sub) -> None:
     p.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the search (default 0)")
     p.add_argument("--plot", metavar="PATH", help="PNG of predicted against measured time (default: beside --out, "
                    "else autoschedule_<file>.png)")
+    p.add_argument("--cluster", metavar="ADDRESS",
+                   help="screen, build and measure on a Ray cluster: 'auto' (the one this machine belongs to), "
+                        "HOST:PORT or ray://HOST:PORT; its GPUs measure, one actor each (pip install "
+                        "\"tcomp[cluster]\"; every node needs tcomp installed)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the last search of this workload in the database (same --trials and --seed): "
+                        "what it measured is not measured again")
     p.set_defaults(func=run)
 
 
@@ -107,6 +114,13 @@ def run(args) -> int:
         raise TcompError("--trials must be 0 or more")
     if args.gpus is not None and args.gpus < 1:
         raise TcompError("--gpus must be 1 or more")
+    if args.cluster is not None and args.gpus is not None:
+        raise TcompError("--gpus counts this machine's GPUs; with --cluster the cluster's GPUs measure")
+    if args.resume and args.shapes:
+        raise TcompError("--resume continues one search; with --shapes, resume each extent with --shape instead")
+    search_options = dict(trials=args.trials, target=args.target, db=args.db, model_only=args.model_only,
+                          seed=args.seed, workers=args.workers, timeout=args.timeout, gpus=args.gpus,
+                          cluster=args.cluster, resume=args.resume)
     if args.shapes:
         if args.groups < 1:
             raise TcompError("--groups must be 1 or more")
@@ -114,9 +128,7 @@ def run(args) -> int:
 
         def search(out):
             with _Bar(args.trials) as bar:
-                return tc.autoschedule(out, trials=args.trials, target=args.target, db=args.db,
-                                       model_only=args.model_only, seed=args.seed, workers=args.workers,
-                                       timeout=args.timeout, gpus=args.gpus, progress=bar)
+                return tc.autoschedule(out, progress=bar, **search_options)
 
         def write(path, result, shape, shape_option):
             write_schedule_file(path, result, args.file, shape, args.target, shape_option)
@@ -127,15 +139,13 @@ def run(args) -> int:
     for note in tensor_core_notes(Space(out, target=args.target)):
         print(f"tensor cores: {note}", flush=True)
     with _Bar(args.trials) as bar:
-        result = tc.autoschedule(out, trials=args.trials, target=args.target, db=args.db,
-                                 model_only=args.model_only, seed=args.seed, workers=args.workers,
-                                 timeout=args.timeout, gpus=args.gpus, progress=bar)
+        result = tc.autoschedule(out, progress=bar, **search_options)
     _summary(result)
     if result.measured is not None:
         _compare(args, workload, out, result)
         _plot(args, result)
     else:
-        print("nothing was measured (" + ("--model-only" if args.model_only else "no GPU here") +
+        print("nothing was measured (" + ("--model-only" if args.model_only else "no GPU in the cluster" if args.cluster else "no GPU here") +
               "): the cost model alone chose this schedule.", flush=True)
     print(f"check: {result.validated}", flush=True)
     if args.out:

@@ -65,12 +65,18 @@ def connect(address: str) -> "Cluster":
     if not isinstance(address, str) or not address.strip():
         raise ClusterError(f"a cluster address is 'auto', 'HOST:PORT' or 'ray://HOST:PORT', got {address!r}")
     ray = _ray()
-    if not ray.is_initialized():
-        try:
-            ray.init(address=address.strip(), log_to_driver=False, logging_level="ERROR")
-        except (ConnectionError, RuntimeError, ValueError) as err:
-            raise ClusterError(f"no Ray cluster could be joined at {address!r}: {err}") from None
-    return Cluster(ray, address.strip())
+    address = address.strip()
+    if ray.is_initialized():
+        joined = ray.get_runtime_context().gcs_address
+        if address not in ("auto", joined, f"ray://{joined}"):
+            raise ClusterError(f"this process has joined the Ray cluster at {joined} already; it cannot search on "
+                               f"{address!r} too (ray.shutdown() leaves the first)")
+        return Cluster(ray, joined)
+    try:
+        ray.init(address=address, log_to_driver=False, logging_level="ERROR")
+    except (ConnectionError, RuntimeError, ValueError) as err:
+        raise ClusterError(f"no Ray cluster could be joined at {address!r}: {err}") from None
+    return Cluster(ray, address)
 
 
 @dataclass(frozen=True)
@@ -107,10 +113,11 @@ class Cluster:
     def screener(self, space, target) -> "ClusterScreener":
         return ClusterScreener(self, space, target)
 
-    def measurer(self, out, on_gpus: bool) -> "ClusterMeasurer":
+    def measurer(self, out, on_gpus: bool, progress=None) -> "ClusterMeasurer":
         """Measuring actors for ``out``'s candidates: one per GPU, or (``on_gpus`` False)
-        one per CPU but one, validating in the simulator."""
-        return ClusterMeasurer(self, out, on_gpus)
+        one per CPU but one, validating in the simulator. ``progress`` (the search's
+        ``Progress``) is told when a node dies."""
+        return ClusterMeasurer(self, out, on_gpus, progress)
 
 
 # ---------------------------------------------------------------------- screening
@@ -170,9 +177,11 @@ class MeasuringWorker:
     bench written to its node and a runner (``measure._Runner``) that keeps one
     measuring process at a time."""
 
-    def __init__(self, bench_files: dict, simulated: bool):
+    def __init__(self, bench_files: dict, simulated: bool, standin: bool):
         if simulated:  # NOTE: read by the runner's child when it first imports numba
             os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+        if standin:  # NOTE: the driver's tests' stand-in clock (measure.standin_timing), passed on
+            os.environ["TCOMP_MEASURE_STANDIN"] = "1"
         self.bench = write_bench(bench_files)
         from .measure import _Runner
 
@@ -209,7 +218,7 @@ class ClusterMeasurer:
     """The measuring actors of a cluster and the candidates' distribution over them (see
     the module docstring)."""
 
-    def __init__(self, cluster: Cluster, out, on_gpus: bool):
+    def __init__(self, cluster: Cluster, out, on_gpus: bool, progress=None):
         from .measure import prepare_bench
 
         ray = cluster.ray
@@ -221,12 +230,22 @@ class ClusterMeasurer:
             files = ray.put(read_bench(prepare_bench(out, folder)))
         actor = ray.remote(num_gpus=1, num_cpus=0)(MeasuringWorker) if on_gpus else \
             ray.remote(num_cpus=1)(MeasuringWorker)
-        workers = [actor.remote(files, not on_gpus) for _ in range(count)]
-        try:
-            infos = ray.get([w.info.remote() for w in workers], timeout=START_SECONDS)
-        except ray.exceptions.GetTimeoutError:
-            raise ClusterError(f"the cluster's {count} measuring actors did not start within {START_SECONDS:g} s "
-                               f"({cluster.describe()})") from None
+        from .measure import standin_timing
+
+        workers = [actor.remote(files, not on_gpus, standin_timing()) for _ in range(count)]
+        answers = [w.info.remote() for w in workers]
+        ray.wait(answers, num_returns=count, timeout=START_SECONDS)
+        infos, started = [], []
+        for worker, answer in zip(workers, answers):
+            try:
+                infos.append(ray.get(answer, timeout=0))
+                started.append(worker)
+            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError):
+                ray.kill(worker)  # NOTE: one that did not start (its node died, no room for it) is left out
+        if not started:
+            raise ClusterError(f"none of the cluster's {count} measuring actors started within {START_SECONDS:g} s "
+                               f"({cluster.describe()})")
+        workers = started
         from .database import tcomp_version
 
         stale = [i for i in infos if i.tcomp_version != tcomp_version()]
@@ -239,6 +258,7 @@ class ClusterMeasurer:
         self.workers = {w: i for w, i in zip(workers, infos) if i.target == self.target}
         self.left_out = len(workers) - len(self.workers)
         self.build = ray.remote(num_cpus=1)(_build_on_node)
+        self.progress = progress
         self.notes: list = []
 
     @property
@@ -247,8 +267,10 @@ class ClusterMeasurer:
         return max(1, len(self.workers))
 
     def describe(self) -> str:
+        """How many actors measure, on which GPU, on which nodes."""
         kind = self.target.get("gpu", "?")
-        text = f"{len(self.workers)} measuring actor(s) on {kind}"
+        nodes = sorted({info.node for info in self.workers.values()})
+        text = f"{len(self.workers)} measuring actor(s) on {kind} at {', '.join(nodes)}"
         return text + (f" ({self.left_out} on other GPUs left out)" if self.left_out else "")
 
     def _submit(self, worker, source: str, timeout: float, repeats: int, warmup: int, checked: bool):
@@ -290,7 +312,7 @@ class ClusterMeasurer:
                     node = self.workers[worker].node
                     if worker in live:
                         live.remove(worker)
-                        self.notes.append(f"node {node} died; its candidates go to the other actors")
+                        self._note(f"node {node} died; its candidates go to the other actors")
                     attempts[index] += 1
                     if live and attempts[index] <= RETRIES:
                         assign(index, turn)
@@ -313,12 +335,23 @@ class ClusterMeasurer:
             try:
                 return ray.get(worker.measure_batch.remote(sources, timeout, repeats, warmup, checked))
             except (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError):
-                self.notes.append(f"node {self.workers.pop(worker).node} died during the final rounds")
+                self._note(f"node {self.workers.pop(worker).node} died during the final rounds")
         return [Measurement(s, "crash", error="no measuring actor was left on the cluster") for s in sources]
 
+    def _note(self, text: str) -> None:
+        self.notes.append(text)
+        if self.progress is not None:
+            self.progress.stage(text)
+
     def close(self) -> None:
-        for worker in self.workers:
-            self.ray.kill(worker)
+        """Stop the actors (those of nodes still alive; nothing once this process has
+        left the cluster)."""
+        if self.ray.is_initialized():
+            for worker in self.workers:
+                try:
+                    self.ray.kill(worker)
+                except (self.ray.exceptions.RayError, ValueError):  # NOTE: its node is gone
+                    pass
         self.workers = {}
 
 

@@ -125,7 +125,7 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
     if not measuring and joined is None:
         return _model_only(out, space, pool, database, key, progress, timeout, job, replay)
     if joined is not None:
-        measurer = joined.measurer(out, on_gpus=joined.gpus() > 0)
+        measurer = joined.measurer(out, joined.gpus() > 0, progress)
         progress.stage(f"measuring on {measurer.describe()}")
         measuring_target = measurer.target
     else:

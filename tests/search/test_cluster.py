@@ -1,0 +1,212 @@
+"""The search on a Ray cluster (tcomp/search/cluster.py) on local clusters of two or three
+nodes (``ray.cluster_utils.Cluster``), in the simulator: the same seed finds the same
+winner as the search here (the measured procedure, with the tests' stand-in clock that
+``TCOMP_MEASURE_STANDIN`` gives a candidate validated in the simulator); a node killed
+while it measures loses no record and measures nothing twice; a driver killed mid-search
+and resumed measures nothing twice. Also the errors that need no cluster."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import tcomp as tc
+import tcomp.search.search as search
+from tcomp.cli import main as cli
+from tcomp.search.cluster import ClusterError, connect
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, str(EXAMPLES))
+import matmul_silu_quant  # noqa: E402
+
+# NOTE: one cluster at a time: pytest-xdist runs this file's tests in one worker
+pytestmark = pytest.mark.xdist_group("ray")
+
+
+def _algorithm():
+    return matmul_silu_quant.algorithm(32, 32, 32)
+
+
+@pytest.fixture
+def few_draws(monkeypatch):
+    monkeypatch.setattr(search, "MIN_DRAWS", 12)
+    monkeypatch.setattr(search, "DRAWS_PER_TRIAL", 2)
+    monkeypatch.setattr(search, "MUTANTS_PER_TRIAL", 2)
+
+
+def _cluster(nodes: int):
+    """A local cluster of ``nodes`` nodes of one CPU each, joined by this process."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
+    for _ in range(nodes - 1):
+        cluster.add_node(num_cpus=1)
+    ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
+    return ray, cluster
+
+
+@pytest.fixture
+def two_nodes():
+    ray, cluster = _cluster(2)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.fixture
+def three_nodes():
+    ray, cluster = _cluster(3)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+def _lines(db: Path) -> list:
+    return [json.loads(line) for line in db.read_text().splitlines()] if db.exists() else []
+
+
+class _Notes(search.Progress):
+    def __init__(self):
+        self.stages = []
+
+    def stage(self, text):
+        self.stages.append(text)
+
+
+def test_the_same_seed_finds_the_same_winner_here_and_on_the_cluster(two_nodes, tmp_path, monkeypatch, few_draws):
+    monkeypatch.setenv("TCOMP_MEASURE_STANDIN", "1")  # NOTE: passed on to the cluster's workers by the driver
+    here = tc.autoschedule(_algorithm(), trials=4, db=tmp_path / "here.jsonl", workers=1, seed=2)
+    notes = _Notes()
+    there = tc.autoschedule(_algorithm(), trials=4, db=tmp_path / "there.jsonl", seed=2, cluster=two_nodes.address,
+                            progress=notes)
+    assert any(s.startswith("joined 2 node(s), 2 CPUs, 0 GPUs") for s in notes.stages)
+    assert there.source == here.source and there.measured == here.measured and there.measured is not None
+    assert sorted(r.schedule for r in there.records) == sorted(r.schedule for r in here.records)
+    lines = _lines(tmp_path / "there.jsonl")
+    assert len(lines) == 4 and len({r["schedule"] for r in lines}) == 4  # only the driver wrote, once each
+    assert {r["target"]["gpu"] for r in lines} == {"CUDA simulator"} and len({r["job"] for r in lines}) == 1
+
+
+def test_without_a_gpu_the_cluster_validates_the_best_predicted_in_the_simulator(two_nodes, tmp_path, few_draws):
+    here = tc.autoschedule(_algorithm(), trials=3, db=tmp_path / "here.jsonl", workers=1)
+    there = tc.autoschedule(_algorithm(), trials=3, db=tmp_path / "there.jsonl", cluster="auto")
+    assert there.source == here.source and there.measured is None
+    assert there.validated == "matches tc.evaluate in the CUDA simulator on the cluster"
+    lines = _lines(tmp_path / "there.jsonl")
+    assert [r["status"] for r in lines] == ["ok"] * 3 and len({r["schedule"] for r in lines}) == 3
+
+
+def test_a_node_killed_while_it_measures_loses_no_record(three_nodes, tmp_path, few_draws):
+    """Three nodes of one CPU: two measuring actors. Once the first candidate is recorded,
+    the node of an actor (not the head) is removed; its candidates are validated on the
+    other, and the database holds each candidate once."""
+    import threading
+
+    db = tmp_path / "db.jsonl"
+    notes = _Notes()
+    found = {}
+    search_thread = threading.Thread(target=lambda: found.update(result=tc.autoschedule(
+        _algorithm(), trials=6, db=db, cluster=three_nodes.address, progress=notes)))
+    search_thread.start()
+    deadline = time.monotonic() + 240
+    while not _lines(db) and time.monotonic() < deadline and search_thread.is_alive():
+        time.sleep(0.05)
+    assert _lines(db), "no candidate was recorded"
+    where = next(s for s in notes.stages if "measuring actor(s)" in s)  # NOTE: names each actor's node
+    head = three_nodes.head_node.node_id
+    victims = [n for n in three_nodes.list_all_nodes() if f"({n.node_id[:8]})" in where and n.node_id != head]
+    assert victims, f"no measuring actor runs outside the head node: {where}"
+    victim = victims[0]
+    three_nodes.remove_node(victim)
+    search_thread.join(timeout=300)
+    assert not search_thread.is_alive() and "result" in found
+    lines = _lines(db)
+    assert len(lines) == 6 and len({r["schedule"] for r in lines}) == 6
+    # NOTE: each actor took three candidates, seconds each in the simulator: the victim had some left
+    died = [s for s in notes.stages if "died" in s]
+    assert died and f"({victim.node_id[:8]}) died; its candidates go to the other actors" in died[0]
+    assert all(r["status"] == "ok" for r in lines)  # measured again on the other node
+
+
+def test_a_killed_driver_resumed_measures_nothing_twice(two_nodes, tmp_path):
+    """A driver process searching on the cluster is killed once it has recorded a
+    candidate; ``resume=True`` continues its job: every candidate recorded once."""
+    db = tmp_path / "db.jsonl"
+    driver = textwrap.dedent(f"""
+        import sys
+        sys.path.insert(0, {str(EXAMPLES)!r})
+        import matmul_silu_quant
+        import tcomp as tc
+        import tcomp.search.search as search
+        search.MIN_DRAWS = 12
+        tc.autoschedule(matmul_silu_quant.algorithm(32, 32, 32), trials=5, db={str(db)!r},
+                        cluster={two_nodes.address!r})
+    """)
+    proc = subprocess.Popen([sys.executable, "-c", driver], env=dict(os.environ), stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 240
+    while not _lines(db) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    proc.kill()
+    proc.wait()
+    before = _lines(db)
+    assert 1 <= len(before) < 5, "the driver should have been killed mid-search"
+    search.MIN_DRAWS = 12
+    try:
+        resumed = tc.autoschedule(_algorithm(), trials=5, db=db, cluster=two_nodes.address, resume=True)
+    finally:
+        search.MIN_DRAWS = 96
+    lines = _lines(db)
+    assert len(lines) == 5 and len({r["schedule"] for r in lines}) == 5  # nothing validated twice
+    assert lines[:len(before)] == before and len({r["job"] for r in lines}) == 1
+    assert len(resumed.records) == 5 and resumed.validated.endswith("on the cluster")
+
+
+# ---------------------------------------------------------------------- errors, no cluster needed
+
+
+def test_resuming_a_workload_the_database_never_searched_says_so(tmp_path):
+    with pytest.raises(tc.TcompError, match="nothing to resume: the tuning database .* holds no search of this "
+                                            "workload"):
+        tc.autoschedule(_algorithm(), trials=2, db=tmp_path / "db.jsonl", resume=True)
+
+
+def test_an_executor_and_a_cluster_together_are_refused(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool, pytest.raises(tc.TcompError, match="an executor or a cluster, not both"):
+        tc.autoschedule(_algorithm(), db=tmp_path / "db.jsonl", executor=pool, cluster="auto")
+
+
+def test_the_cli_refuses_gpus_with_a_cluster_and_resume_with_shapes(capsys):
+    file = str(EXAMPLES / "matmul_silu_quant.py")
+    assert cli(["autoschedule", file, "--cluster", "auto", "--gpus", "2"]) != 0
+    assert "--gpus counts this machine's GPUs" in capsys.readouterr().err
+    assert cli(["autoschedule", file, "--resume", "--shapes", "M=1:10,M=32:1"]) != 0
+    assert "--resume continues one search" in capsys.readouterr().err
+
+
+def test_a_blank_address_is_refused():
+    with pytest.raises(ClusterError, match="a cluster address is 'auto', 'HOST:PORT' or 'ray://HOST:PORT', got '  '"):
+        connect("  ")
+
+
+def test_without_ray_the_error_says_how_to_install_it(monkeypatch):
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_ray(name, *args, **kwargs):
+        if name == "ray" or name.startswith("ray."):
+            raise ImportError("No module named 'ray'")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_ray)
+    with pytest.raises(ClusterError, match=r'needs Ray, which is not installed: pip install "tcomp\[cluster\]"'):
+        connect("auto")
