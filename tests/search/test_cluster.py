@@ -39,14 +39,15 @@ def few_draws(monkeypatch):
     monkeypatch.setattr(search, "MUTANTS_PER_TRIAL", 2)
 
 
-def _cluster(nodes: int):
-    """A local cluster of ``nodes`` nodes of one CPU each, joined by this process."""
+def _cluster(nodes: int, gpus: int = 0):
+    """A local cluster of ``nodes`` nodes of one CPU each (the last one with ``gpus``
+    logical GPUs), joined by this process."""
     ray = pytest.importorskip("ray")
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    for _ in range(nodes - 1):
-        cluster.add_node(num_cpus=1)
+    for n in range(nodes - 1):
+        cluster.add_node(num_cpus=1, num_gpus=gpus if n == nodes - 2 else 0)
     ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR")
     return ray, cluster
 
@@ -54,6 +55,14 @@ def _cluster(nodes: int):
 @pytest.fixture
 def two_nodes():
     ray, cluster = _cluster(2)
+    yield cluster
+    ray.shutdown()
+    cluster.shutdown()
+
+
+@pytest.fixture
+def two_nodes_one_gpu():
+    ray, cluster = _cluster(2, gpus=1)
     yield cluster
     ray.shutdown()
     cluster.shutdown()
@@ -79,13 +88,20 @@ class _Notes(search.Progress):
         self.stages.append(text)
 
 
-def test_the_same_seed_finds_the_same_winner_here_and_on_the_cluster(two_nodes, tmp_path, monkeypatch, few_draws):
+def test_the_same_seed_finds_the_same_winner_here_and_on_the_cluster(two_nodes_one_gpu, tmp_path, monkeypatch,
+                                                                    few_draws):
+    """The measured search: here, and on a cluster whose second node has a (logical) GPU,
+    so that its actor measures there and each candidate is built by a task on that node
+    first; both in the simulator with the stand-in clock."""
     monkeypatch.setenv("TCOMP_MEASURE_STANDIN", "1")  # NOTE: passed on to the cluster's workers by the driver
     here = tc.autoschedule(_algorithm(), trials=4, db=tmp_path / "here.jsonl", workers=1, seed=2)
     notes = _Notes()
-    there = tc.autoschedule(_algorithm(), trials=4, db=tmp_path / "there.jsonl", seed=2, cluster=two_nodes.address,
-                            progress=notes)
-    assert any(s.startswith("joined 2 node(s), 2 CPUs, 0 GPUs") for s in notes.stages)
+    there = tc.autoschedule(_algorithm(), trials=4, db=tmp_path / "there.jsonl", seed=2,
+                            cluster=two_nodes_one_gpu.address, progress=notes)
+    assert any(s.startswith("joined 2 node(s), 2 CPUs, 1 GPUs") for s in notes.stages)
+    gpu_node = two_nodes_one_gpu.list_all_nodes()[-1].node_id[:8]
+    assert any(s.startswith("measuring on 1 measuring actor(s) on CUDA simulator at") and gpu_node in s
+               for s in notes.stages)
     assert there.source == here.source and there.measured == here.measured and there.measured is not None
     assert sorted(r.schedule for r in there.records) == sorted(r.schedule for r in here.records)
     lines = _lines(tmp_path / "there.jsonl")
