@@ -148,20 +148,13 @@ def main(argv=None) -> int:
             print(f"  {name:14s} {rows:5d} rows: {error:.2e}", flush=True)
         del want
 
-    def prefill(block):
+    def through_the_layers(block, x):
+        """A stage: ``x`` through every layer, each layer's output the next one's input."""
         def run():
-            x = prompt
+            y = x
             for layer in weights:
-                x = block(x, *layer)
-            return x
-        return run
-
-    def decode_step(block):
-        def run():
-            x = token
-            for layer in weights:
-                x = block(x, *layer)
-            return x
+                y = block(y, *layer)
+            return y
         return run
 
     print("\nthe block alone (one layer's weights):")
@@ -173,12 +166,12 @@ def main(argv=None) -> int:
 
     stages = {}
     for name, block in providers.items():
-        t_prefill = time_cuda(prefill(block), args.repeat, warmup=1)
-        t_decode = time_cuda_replayed(decode_step(block), calls=args.steps, repeat=args.repeat) * args.steps
+        t_prefill = time_cuda(through_the_layers(block, prompt), args.repeat, warmup=1)
+        t_decode = time_cuda_replayed(through_the_layers(block, token), calls=args.steps, repeat=args.repeat) * args.steps
         stages[name] = (t_prefill, t_decode)
         print(f"  {name}: prefill {t_prefill * 1e3:.2f} ms, decode (graph replays) {t_decode * 1e3:.2f} ms",
               flush=True)
-    launched = time_cuda(decode_step(eager_block), args.repeat) * args.steps
+    launched = time_cuda(through_the_layers(eager_block, token), args.repeat) * args.steps
 
     calls_prefill, calls_decode = args.layers, args.layers * args.steps
     print(f"\nthe request: {args.layers} layers, a prefill of {args.prefill} rows, {args.steps} decode steps of one "

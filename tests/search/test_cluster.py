@@ -52,28 +52,20 @@ def _cluster(nodes: int, gpus: int = 0):
     return ray, cluster
 
 
-@pytest.fixture
-def two_nodes():
-    ray, cluster = _cluster(2)
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+def _cluster_fixture(nodes: int, gpus: int = 0):
+    @pytest.fixture
+    def fixture():
+        ray, cluster = _cluster(nodes, gpus)
+        yield cluster
+        ray.shutdown()
+        cluster.shutdown()
+
+    return fixture
 
 
-@pytest.fixture
-def two_nodes_one_gpu():
-    ray, cluster = _cluster(2, gpus=1)
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
-
-
-@pytest.fixture
-def three_nodes():
-    ray, cluster = _cluster(3)
-    yield cluster
-    ray.shutdown()
-    cluster.shutdown()
+two_nodes = _cluster_fixture(2)
+two_nodes_one_gpu = _cluster_fixture(2, gpus=1)
+three_nodes = _cluster_fixture(3)
 
 
 def _lines(db: Path) -> list:
