@@ -27,7 +27,9 @@ Dask's, given a shared folder) can run batches on several GPUs. The environment 
 to hit only the sources that contain TEXT) makes the child fail on purpose, so that tests
 can check that each case is recorded and the candidates after it are still measured;
 ``driver`` makes its build fail as a refused driver call does (a ``tc.DriverError``: a
-crash, not an illegal schedule).
+crash, not an illegal schedule). ``TCOMP_MEASURE_STANDIN=1`` gives a candidate validated
+in the simulator a stand-in time (:func:`standin_timing`), so that tests run the measured
+search, here or on a cluster, without a GPU.
 """
 
 from __future__ import annotations
