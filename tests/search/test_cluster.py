@@ -24,8 +24,8 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
 import matmul_silu_quant  # noqa: E402
 
-# NOTE: one cluster at a time: pytest-xdist runs this file's tests in one worker
-pytestmark = pytest.mark.xdist_group("ray")
+# NOTE: one cluster at a time: pytest-xdist runs this file's tests in one worker; a hang fails, not stalls
+pytestmark = [pytest.mark.xdist_group("ray"), pytest.mark.timeout(300)]
 
 
 def _algorithm():
