@@ -29,6 +29,7 @@ import os
 import random
 import tempfile
 from concurrent.futures import Executor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..validation import SIMULATOR_THREADS_PER_SECOND
@@ -100,6 +101,22 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
     the same ``trials`` and ``seed``: it makes the same choices, and a candidate that the
     interrupted search measured is taken from its record, not measured again.
     """
+    options = dict(target=target, db=db, model_only=model_only, seed=seed, workers=workers, timeout=timeout,
+                   executor=executor, gpus=gpus, progress=progress, repeats=repeats, cluster=cluster, resume=resume)
+    with searching(out, trials, **options) as started:
+        if isinstance(started, SearchResult):
+            return started
+        rng, search = started
+        return search.run(rng, trials)
+
+
+@contextmanager
+def searching(out, trials: int, *, target, db, model_only, seed, workers, timeout, executor, gpus, progress,
+              repeats, cluster, resume):
+    """Steps 1 to 3 of ``autoschedule`` (its arguments): yields a finished
+    ``SearchResult`` where nothing is left to measure (``trials=0`` from the database, a
+    model-only search), else ``(rng, search)``, a measured search ready for its steps
+    (``tcomp.search.job`` steps several); its measurer is closed on leaving."""
     from ..errors import TcompError
     from ..lang.canonical import workload_key
 
@@ -117,13 +134,15 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
     if trials == 0 and not resume:
         recorded = _recorded_best(out, database, key, measuring)
         if recorded is not None:
-            return recorded
+            yield recorded
+            return
     progress.stage("screening" + (" on the cluster" if joined else ""))
     pool = _Pool(space, joined.screener(space, target) if joined else Screener(space, workers, target), progress)
     pool.add_seeds()
     pool.draw(rng, max(MIN_DRAWS, DRAWS_PER_TRIAL * trials))
     if not measuring and joined is None:
-        return _model_only(out, space, pool, database, key, progress, timeout, job, replay)
+        yield _model_only(out, space, pool, database, key, progress, timeout, job, replay)
+        return
     if joined is not None:
         measurer = joined.measurer(out, joined.gpus() > 0, progress)
         progress.stage(f"measuring on {measurer.describe()}")
@@ -133,10 +152,10 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
         measuring_target = current_target()
     try:
         if not measuring:
-            return _validate_on_cluster(out, pool, database, key, progress, timeout, trials, measurer, job, replay)
-        search = _MeasuredSearch(out, space, pool, database, key, measuring_target, progress, timeout, repeats,
-                                 measurer, job, replay)
-        return search.run(rng, trials)
+            yield _validate_on_cluster(out, pool, database, key, progress, timeout, trials, measurer, job, replay)
+            return
+        yield rng, _MeasuredSearch(out, space, pool, database, key, measuring_target, progress, timeout, repeats,
+                                   measurer, job, replay)
     finally:
         measurer.close()
 
@@ -456,25 +475,50 @@ class _MeasuredSearch:
     # ------------------------------------------------------------------ the procedure
 
     def run(self, rng: random.Random, trials: int) -> SearchResult:
+        self.revalidate(trials)
+        budget = trials
+        if budget > 0:
+            budget -= self.step(rng, max(1, budget // 2), first=True)
+        while budget > 0:
+            measured = self.step(rng, min(budget, self.BATCH * self.measurer.parallel))
+            if not measured:
+                break
+            budget -= measured
+        return self._select()
+
+    def revalidate(self, trials: int) -> None:
+        """Measure the best records of other tcomp versions again before they can win."""
         if self.prior_versions:
             self.progress.stage(f"re-validating {len(self.prior_versions)} old records")
             olds = [Screened(None, r.schedule, "ok", r.predicted) for r in self.prior_versions[:max(trials, 4)]]
             for s in olds:
                 self.pool.by_source.setdefault(s.source, s)
             self._measure(olds)
-        budget = trials
-        if budget > 0:
-            self.progress.stage("measuring")
-            first = self._first_choices(max(1, budget // 2))
-            self._measure(first)
-            budget -= len(first)
-        while budget > 0:
-            self.progress.stage("refining")
-            batch = self._refinements(rng, min(budget, self.BATCH * self.measurer.parallel))
-            if not batch:
-                break
-            self._measure(batch)
-            budget -= len(batch)
+
+    def step(self, rng: random.Random, n: int, first: bool = False) -> int:
+        """Measure up to ``n`` more candidates: the first choices (``first``), else the
+        refinements of the best measured; how many were measured (0: none was left)."""
+        self.progress.stage("measuring" if first else "refining")
+        batch = self._first_choices(n) if first else self._refinements(rng, n)
+        self._measure(batch)
+        return len(batch)
+
+    def could_save(self) -> float:
+        """Seconds a call that more trials could still save: the best measured time less
+        the best prediction among the candidates not measured yet, scaled by how far the
+        model's prediction of the best measured one was off (0 when nothing is left or
+        nothing was measured)."""
+        ranked = self._ranked_measured()
+        left = [s for s in self.pool.legal() if s.source not in self.measured]
+        if not ranked or not left:
+            return 0.0
+        best = self.pool.by_source.get(ranked[0])
+        measured = self.measured[ranked[0]].measured
+        scale = measured / best.predicted if best is not None and best.predicted else 1.0
+        return max(0.0, measured - left[0].predicted * scale)
+
+    def select(self) -> SearchResult:
+        """Step 6: the finalists measured again, interleaved; the winner."""
         return self._select()
 
     def _first_choices(self, n: int) -> list:

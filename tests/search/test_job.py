@@ -1,0 +1,60 @@
+"""Several workloads tuned as one job (tcomp/search/job.py), with the stand-in for the GPU
+runner of test_search.py: the trials are shared by what each workload could still save a
+request (calls x the best measured less the best prediction left), all of them spent and
+each workload given some; an equal share is the baseline; the errors name the problem."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+import tcomp as tc
+from tcomp.search.job import JobWorkload, tune
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from test_search import fake_gpu  # noqa: E402,F401  (the fixture, used by name)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+import matmul_silu_quant  # noqa: E402
+
+
+def _workloads(calls_a: int, calls_b: int) -> list:
+    return [JobWorkload("a", matmul_silu_quant.algorithm(32, 32, 32), calls_a),
+            JobWorkload("b", matmul_silu_quant.algorithm(32, 64, 32), calls_b)]
+
+
+def test_the_trials_go_where_the_calls_make_them_worth_most(fake_gpu, tmp_path, monkeypatch):  # noqa: F811
+    import tcomp.search.search as search
+
+    monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
+    db = tmp_path / "db.jsonl"
+    job = tune(_workloads(1000, 1), trials=12, db=db, workers=1, seed=1)
+    assert sum(job.trials.values()) == 12 and min(job.trials.values()) >= 1
+    assert job.trials["a"] > job.trials["b"], job.order
+    lines = [json.loads(line) for line in db.read_text().splitlines()]
+    assert len(lines) == 12 and len({(r["workload"], r["schedule"]) for r in lines}) == 12
+    assert all(job.results[n].measured is not None for n in "ab")
+    assert job.request_time(_workloads(1000, 1)) == pytest.approx(1000 * job.results["a"].measured
+                                                                  + job.results["b"].measured)
+    for name, measured, worth in job.order[2:]:  # NOTE: after each workload's first choices
+        assert worth[name] == max(worth.values()) and measured >= 1
+    assert [name for name, _, _ in job.order[:2]] == ["a", "b"] and job.order[0][1] == 3  # 12 // (2 x 2)
+
+
+def test_an_equal_share_gives_each_workload_the_same_trials(fake_gpu, tmp_path, monkeypatch):  # noqa: F811
+    import tcomp.search.search as search
+
+    monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
+    job = tune(_workloads(1000, 1), trials=12, db=tmp_path / "db.jsonl", workers=1, seed=1, share="equal")
+    assert sum(job.trials.values()) == 12 and abs(job.trials["a"] - job.trials["b"]) <= 2  # a batch of 2
+
+
+def test_a_job_refuses_what_it_cannot_share(tmp_path):
+    out = matmul_silu_quant.algorithm(32, 32, 32)
+    with pytest.raises(tc.TcompError, match="1 trials cannot give each of the job's 2 workloads one"):
+        tune([JobWorkload("a", out), JobWorkload("b", out)], trials=1, db=tmp_path / "db.jsonl")
+    with pytest.raises(tc.TcompError, match="distinct names"):
+        tune([JobWorkload("a", out), JobWorkload("a", out)], trials=4, db=tmp_path / "db.jsonl")
+    with pytest.raises(tc.TcompError, match="called at least once"):
+        tune([JobWorkload("a", out, 0)], trials=4, db=tmp_path / "db.jsonl")
