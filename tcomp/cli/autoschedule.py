@@ -28,8 +28,10 @@ def add_parser(sub) -> None:
                     "built and measured on the GPU after their results are checked against the reference. "
                     "Without a GPU (or with --model-only) the cost model alone chooses and the choice is checked "
                     "in the simulator; nothing is measured then.")
-    p.add_argument("file", metavar="FILE", help="workload file defining algorithm(**shape), such as "
-                   "examples/matmul_silu_quant.py")
+    p.add_argument("file", metavar="FILE[:CALLS]", nargs="+",
+                   help="workload file defining algorithm(**shape), such as examples/matmul_silu_quant.py; "
+                        "several make one job whose trials are shared by what each could still save a request, "
+                        "each called CALLS times a request (default 1), at its default shape")
     p.add_argument("--shape", metavar="M=..,N=..", help="override shape keywords of algorithm()")
     p.add_argument("--shapes", metavar="AXIS=EXTENT:CALLS,...",
                    help="shape buckets: search each extent of one axis (M=1:1116,M=7239:36: 1116 calls of one row "
@@ -58,6 +60,9 @@ def add_parser(sub) -> None:
                    help="screen, build and measure on a Ray cluster: 'auto' (the one this machine belongs to), "
                         "HOST:PORT or ray://HOST:PORT; its GPUs measure, one actor each (pip install "
                         "\"tcomp[cluster]\"; every node needs tcomp installed)")
+    p.add_argument("--share", choices=("savings", "equal"), default="savings",
+                   help="with several FILEs: share the trials by what each workload could still save a request "
+                        "(default), or equally")
     p.add_argument("--resume", action="store_true",
                    help="continue the last search of this workload in the database (same --trials and --seed): "
                         "what it measured is not measured again")
@@ -109,7 +114,6 @@ def run(args) -> int:
     from ..search.tiling.tensor_cores import tensor_core_notes
     from ..workload import load_workload, parse_shape
 
-    workload = load_workload(args.file)
     if args.trials < 0:
         raise TcompError("--trials must be 0 or more")
     if args.gpus is not None and args.gpus < 1:
@@ -121,6 +125,12 @@ def run(args) -> int:
     search_options = dict(trials=args.trials, target=args.target, db=args.db, model_only=args.model_only,
                           seed=args.seed, workers=args.workers, timeout=args.timeout, gpus=args.gpus,
                           cluster=args.cluster, resume=args.resume)
+    from .job import parse_job_file, run_job
+
+    if len(args.file) > 1:
+        return run_job(args, search_options)
+    args.file = parse_job_file(args.file[0])[0]  # NOTE: one workload: its calls weigh nothing
+    workload = load_workload(args.file)
     if args.shapes:
         if args.groups < 1:
             raise TcompError("--groups must be 1 or more")

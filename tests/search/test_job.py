@@ -58,3 +58,26 @@ def test_a_job_refuses_what_it_cannot_share(tmp_path):
         tune([JobWorkload("a", out), JobWorkload("a", out)], trials=4, db=tmp_path / "db.jsonl")
     with pytest.raises(tc.TcompError, match="called at least once"):
         tune([JobWorkload("a", out, 0)], trials=4, db=tmp_path / "db.jsonl")
+
+
+def test_the_cli_tunes_several_files_as_one_job(fake_gpu, tmp_path, monkeypatch, capsys):  # noqa: F811
+    import tcomp.search.search as search
+    from tcomp.cli import main as cli
+
+    monkeypatch.setattr(search, "MIN_DRAWS", 12)
+    monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
+    files = []
+    for name, n in (("small", 32), ("wide", 64)):
+        path = tmp_path / f"{name}.py"
+        path.write_text(f"from matmul_silu_quant import algorithm as _product\n\n\n"
+                        f"def algorithm(M=32, N={n}, K=32):\n    return _product(M, N, K)\n")
+        files.append(str(path))
+    assert cli(["autoschedule", files[0] + ":100", files[1], "--trials", "6", "--db", str(tmp_path / "db.jsonl"),
+                "--workers", "1", "--out", str(tmp_path / "winners")]) == 0
+    shown = capsys.readouterr().out
+    assert "small               100" in shown and "wide                  1" in shown
+    assert "trials in the order given (savings): small 1, wide 1" in shown
+    assert "the request's calls at the winners' times" in shown
+    assert (tmp_path / "winners" / "small.py").exists() and (tmp_path / "winners" / "wide.py").exists()
+    assert cli(["autoschedule", files[0], files[1], "--shape", "M=16"]) != 0
+    assert "--shape takes one workload" in capsys.readouterr().err
