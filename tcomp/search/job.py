@@ -70,6 +70,9 @@ def tune(workloads: list, trials: int, *, progress_for=None, share: str = "savin
         raise TcompError("each workload of a job is called at least once a request")
     if share not in ("savings", "equal"):
         raise TcompError(f"share is 'savings' or 'equal', got {share!r}")
+    if options.get("cluster") is not None and len(workloads) > 1:
+        raise TcompError("a job of several workloads measures on this machine's GPUs for now: each workload's "
+                         "search would hold every GPU of the cluster; search on a cluster one workload at a time")
     if trials < len(workloads):
         raise TcompError(f"{trials} trials cannot give each of the job's {len(workloads)} workloads one")
     defaults = dict(target="h200", db=None, model_only=False, seed=0, workers=None, timeout=120.0, executor=None,

@@ -58,6 +58,8 @@ def test_a_job_refuses_what_it_cannot_share(tmp_path):
         tune([JobWorkload("a", out), JobWorkload("a", out)], trials=4, db=tmp_path / "db.jsonl")
     with pytest.raises(tc.TcompError, match="called at least once"):
         tune([JobWorkload("a", out, 0)], trials=4, db=tmp_path / "db.jsonl")
+    with pytest.raises(tc.TcompError, match="search on a cluster one workload at a time"):
+        tune([JobWorkload("a", out), JobWorkload("b", out)], trials=4, db=tmp_path / "db.jsonl", cluster="auto")
 
 
 def test_the_cli_tunes_several_files_as_one_job(fake_gpu, tmp_path, monkeypatch, capsys):  # noqa: F811
