@@ -128,7 +128,8 @@ def run(args) -> int:
     from .job import parse_job_file, run_job
 
     if len(args.file) > 1:
-        return run_job(args, search_options)
+        return run_job(args, search_options, lambda path, result, workload_file, shape: write_schedule_file(
+            path, result, workload_file, shape, args.target))
     args.file = parse_job_file(args.file[0])[0]  # NOTE: one workload: its calls weigh nothing
     workload = load_workload(args.file)
     if args.shapes:

@@ -57,13 +57,13 @@ class _Bars:
         return _Line()
 
 
-def run_job(args, search_options: dict) -> int:
-    """The job of ``args.file`` (several ``FILE[:CALLS]``)."""
+def run_job(args, search_options: dict, write) -> int:
+    """The job of ``args.file`` (several ``FILE[:CALLS]``); ``write(path, result,
+    workload_file, shape)`` writes a winner."""
     from ..cost.report import fmt_time
     from ..errors import TcompError
     from ..search.job import JobWorkload, tune
     from ..workload import load_workload
-    from .autoschedule import write_schedule_file
 
     for option in ("shape", "shapes"):
         if getattr(args, option):
@@ -97,7 +97,7 @@ def run_job(args, search_options: dict) -> int:
         for w in workloads:
             path, shape = files[w.name]
             target = os.path.join(args.out, f"{w.name}.py")
-            write_schedule_file(target, job.results[w.name], path, shape, args.target)
+            write(target, job.results[w.name], path, shape)
             print(f"written: {target}", flush=True)
     return 0
 
