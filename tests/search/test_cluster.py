@@ -218,3 +218,10 @@ def test_without_ray_the_error_says_how_to_install_it(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_ray)
     with pytest.raises(ClusterError, match=r'needs Ray, which is not installed: pip install "tcomp\[cluster\]"'):
         connect("auto")
+
+
+def test_joining_a_second_cluster_is_refused(two_nodes):
+    with pytest.raises(ClusterError, match="has joined the Ray cluster at .* already; it cannot search on "
+                                           "'127.0.0.1:1' too"):
+        connect("127.0.0.1:1")
+    assert connect("auto").address == connect(two_nodes.address).address

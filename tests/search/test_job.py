@@ -83,3 +83,15 @@ def test_the_cli_tunes_several_files_as_one_job(fake_gpu, tmp_path, monkeypatch,
     assert (tmp_path / "winners" / "small.py").exists() and (tmp_path / "winners" / "wide.py").exists()
     assert cli(["autoschedule", files[0], files[1], "--shape", "M=16"]) != 0
     assert "--shape takes one workload" in capsys.readouterr().err
+
+
+def test_the_cli_names_a_job_file_called_no_times_and_two_workloads_of_one_name(tmp_path, capsys):
+    from tcomp.cli import main as cli
+
+    examples = Path(__file__).resolve().parents[2] / "examples"
+    assert cli(["autoschedule", f"{examples}/softmax.py:0", f"{examples}/rmsnorm.py"]) != 0
+    assert "softmax.py:0: a workload of a job is called at least once a request" in capsys.readouterr().err
+    other = tmp_path / "softmax.py"
+    other.write_text((examples / "softmax.py").read_text())
+    assert cli(["autoschedule", f"{examples}/softmax.py", str(other)]) != 0
+    assert "two workloads of the job are named 'softmax'" in capsys.readouterr().err
