@@ -75,14 +75,11 @@ def tune(workloads: list, trials: int, *, progress_for=None, share: str = "savin
                          "search would hold every GPU of the cluster; search on a cluster one workload at a time")
     if trials < len(workloads):
         raise TcompError(f"{trials} trials cannot give each of the job's {len(workloads)} workloads one")
-    defaults = dict(target="h200", db=None, model_only=False, seed=0, workers=None, timeout=120.0, executor=None,
-                    gpus=None, repeats=10, cluster=None, resume=False)
-    defaults.update(options)
     with ExitStack() as stack:
         started = {}
         for w in workloads:
             progress = progress_for(w.name) if progress_for else None
-            started[w.name] = stack.enter_context(searching(w.out, trials, progress=progress, **defaults))
+            started[w.name] = stack.enter_context(searching(w.out, trials, progress=progress, **options))
         finished = {n: s for n, s in started.items() if isinstance(s, SearchResult)}
         running = {n: s for n, s in started.items() if not isinstance(s, SearchResult)}
         counts = {n: 0 for n in names}

@@ -111,8 +111,10 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
 
 
 @contextmanager
-def searching(out, trials: int, *, target, db, model_only, seed, workers, timeout, executor, gpus, progress,
-              repeats, cluster, resume):
+def searching(out, trials: int, *, target="h200", db=None, model_only: bool = False, seed: int = 0,
+              workers: int | None = None, timeout: float = 120.0, executor: Executor | None = None,
+              gpus: int | None = None, progress: Progress | None = None, repeats: int = 10,
+              cluster: str | None = None, resume: bool = False):
     """Steps 1 to 3 of ``autoschedule`` (its arguments): yields a finished
     ``SearchResult`` where nothing is left to measure (``trials=0`` from the database, a
     model-only search), else ``(rng, search)``, a measured search ready for its steps
