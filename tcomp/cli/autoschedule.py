@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
                    help="shape buckets: search each extent of one axis (M=1:1116,M=7239:36: 1116 calls of one row "
                         "and 36 of 7239 a group), report which set of kernels costs least for --groups groups, "
                         "preparation included, and write its schedules as OUT_M1.py, ... (EXTENT:0 adds a bucket "
-                        "that no call has exactly)")
+                        "that no call has exactly); with several FILEs, each file at each extent is a workload of "
+                        "the job, called CALLS times the file's")
     p.add_argument("--groups", type=int, default=1000, metavar="N",
                    help="with --shapes: the groups of calls (requests) to weigh the kernels' preparation against "
                         "(default 1000)")

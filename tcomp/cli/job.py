@@ -1,6 +1,8 @@
 """``tcomp autoschedule a.py:1116 b.py:36 ...``: several workloads tuned as one job
 (``tcomp.search.job``), each ``FILE[:CALLS]`` called CALLS times a request (default 1),
-at the shape its ``algorithm()`` defaults to. The trials are shared by what each workload
+at the shape its ``algorithm()`` defaults to; with ``--shapes "M=1:1116,M=7239:36"``,
+each file at each extent (``ffn_bf16_M1``, ``ffn_bf16_M7239``), called the file's CALLS
+times that extent's calls. The trials are shared by what each workload
 could still save a request (``--share equal``: the same for each); one progress line per
 workload; then each winner, how the trials went and the request's time at the winners'.
 With ``--out FOLDER`` each winner is written there as ``FOLDER/<file's stem>.py``.
@@ -62,22 +64,26 @@ def run_job(args, search_options: dict, write) -> int:
     workload_file, shape)`` writes a winner."""
     from ..cost.report import fmt_time
     from ..errors import TcompError
+    from ..search.buckets import parse_calls
     from ..search.job import JobWorkload, tune
     from ..workload import load_workload
 
-    for option in ("shape", "shapes"):
-        if getattr(args, option):
-            raise TcompError(f"--{option} takes one workload; a job searches each FILE at its algorithm()'s "
-                             f"default shape")
+    if args.shape:
+        raise TcompError("--shape takes one workload; a job searches each FILE at its algorithm()'s default shape, "
+                         "or at each extent of --shapes")
+    axis, extents = parse_calls(args.shapes) if args.shapes else (None, {None: 1})
     workloads, files = [], {}
     for text in args.file:
         path, calls = parse_job_file(text)
-        name = os.path.splitext(os.path.basename(path))[0]
-        if name in files:
-            raise TcompError(f"two workloads of the job are named {name!r} ({files[name]} and {path})")
-        out, shape = load_workload(path).build_algorithm({})
-        files[name] = (path, shape)
-        workloads.append(JobWorkload(name, out, calls))
+        stem = os.path.splitext(os.path.basename(path))[0]
+        workload = load_workload(path)
+        for extent, extent_calls in sorted(extents.items(), key=lambda item: item[0] or 0):
+            name = stem if axis is None else f"{stem}_{axis}{extent}"
+            if name in files:
+                raise TcompError(f"two workloads of the job are named {name!r} ({files[name][0]} and {path})")
+            out, shape = workload.build_algorithm({} if axis is None else {axis: extent})
+            files[name] = (path, shape)
+            workloads.append(JobWorkload(name, out, calls * extent_calls))
     trials = search_options.pop("trials")
     with _Bars([w.name for w in workloads], trials) as bars:
         job = tune(workloads, trials, progress_for=bars.progress_for, share=args.share, **search_options)

@@ -86,7 +86,6 @@ class WorkerInfo:
     node: str  # the node's address and id, shortened: how errors name it
     node_id: str  # Ray's id of the node
     target: dict  # tcomp.search.database.current_target() on that node
-    bench: str  # the bench folder on that node
     tcomp_version: str
 
 
@@ -113,11 +112,23 @@ class Cluster:
     def screener(self, space, target) -> "ClusterScreener":
         return ClusterScreener(self, space, target)
 
+    def actors(self, on_gpus: bool) -> "ClusterActors":
+        """Start the measuring actors: one per GPU, or (``on_gpus`` False) one per CPU but
+        one, validating in the simulator."""
+        return ClusterActors(self, on_gpus)
+
     def measurer(self, out, on_gpus: bool, progress=None) -> "ClusterMeasurer":
-        """Measuring actors for ``out``'s candidates: one per GPU, or (``on_gpus`` False)
-        one per CPU but one, validating in the simulator. ``progress`` (the search's
-        ``Progress``) is told when a node dies."""
-        return ClusterMeasurer(self, out, on_gpus, progress)
+        """Measuring actors of one search of ``out`` (``actors``), stopped when the
+        measurer closes. ``progress`` (the search's ``Progress``) is told when a node
+        dies."""
+        actors = self.actors(on_gpus)
+        try:
+            measurer = actors.measurer(out, progress)
+        except BaseException:
+            actors.close()
+            raise
+        measurer.owns = True
+        return measurer
 
 
 # ---------------------------------------------------------------------- screening
@@ -174,18 +185,15 @@ def write_bench(files: dict) -> str:
 
 class MeasuringWorker:
     """The actor of one GPU (or, without one, of one CPU running the simulator): the
-    bench written to its node and a runner (``measure._Runner``) that keeps one
-    measuring process at a time."""
+    benches of the searches it serves, each written to its node, and a runner
+    (``measure._Runner``) for each that keeps one measuring process at a time."""
 
-    def __init__(self, bench_files: dict, simulated: bool, standin: bool):
+    def __init__(self, simulated: bool, standin: bool):
         if simulated:  # NOTE: read by the runner's child when it first imports numba
             os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
         if standin:  # NOTE: the driver's tests' stand-in clock (measure.standin_timing), passed on
             os.environ["TCOMP_MEASURE_STANDIN"] = "1"
-        self.bench = write_bench(bench_files)
-        from .measure import _Runner
-
-        self.runner = _Runner(self.bench, None)
+        self.runners: dict = {}  # bench name -> _Runner
 
     def info(self) -> WorkerInfo:
         import ray
@@ -193,19 +201,27 @@ class MeasuringWorker:
         from .database import current_target, tcomp_version
 
         node = ray.get_runtime_context().get_node_id()
-        return WorkerInfo(f"{ray.util.get_node_ip_address()} ({node[:8]})", node, current_target(), self.bench,
-                          tcomp_version())
+        return WorkerInfo(f"{ray.util.get_node_ip_address()} ({node[:8]})", node, current_target(), tcomp_version())
 
-    def measure(self, source: str, built: str, timeout: float, repeats: int, warmup: int,
+    def add_bench(self, name: str, files: dict) -> str:
+        """Write the bench ``files`` to this node as ``name``; its folder."""
+        from .measure import _Runner
+
+        folder = write_bench(files)
+        self.runners[name] = _Runner(folder, None)
+        return folder
+
+    def measure(self, bench: str, source: str, built: str, timeout: float, repeats: int, warmup: int,
                 checked: bool) -> Measurement:
-        """Validate and time ``source`` (``built``: the build task's answer, which Ray
-        waits for before this call runs; unused)."""
-        return self.runner.measure(source, timeout, repeats, warmup, checked)
+        """Validate and time ``source`` against the bench ``bench`` (``built``: the build
+        task's answer, which Ray waits for before this call runs; unused)."""
+        return self.runners[bench].measure(source, timeout, repeats, warmup, checked)
 
-    def measure_batch(self, sources: list, timeout: float, repeats: int, warmup: int, checked: bool) -> list:
+    def measure_batch(self, bench: str, sources: list, timeout: float, repeats: int, warmup: int,
+                      checked: bool) -> list:
         """One measurement of each of ``sources``, in order, on this GPU (the search's
         interleaved final rounds)."""
-        return [self.runner.measure(s, timeout, repeats, warmup, checked) for s in sources]
+        return [self.runners[bench].measure(s, timeout, repeats, warmup, checked) for s in sources]
 
 
 def _build_on_node(bench: str, source: str, checked: bool) -> str:
@@ -214,25 +230,31 @@ def _build_on_node(bench: str, source: str, checked: bool) -> str:
     return prebuild(bench, source, checked)
 
 
-class ClusterMeasurer:
-    """The measuring actors of a cluster and the candidates' distribution over them (see
-    the module docstring)."""
+_DIED = ("RayActorError", "WorkerCrashedError", "NodeDiedError")
 
-    def __init__(self, cluster: Cluster, out, on_gpus: bool, progress=None):
-        from .measure import prepare_bench
 
+def _died(ray) -> tuple:
+    """The exceptions by which Ray says an actor's process or node is gone."""
+    return tuple(getattr(ray.exceptions, name) for name in _DIED)
+
+
+class ClusterActors:
+    """The measuring actors of a cluster, shared by the searches that measure on it (one
+    search, or every workload of a job: ``tcomp.search.job``), and the candidates'
+    distribution over them (see the module docstring). Each search adds its bench
+    (``measurer``) and measures through the ``ClusterMeasurer`` it gets back."""
+
+    def __init__(self, cluster: Cluster, on_gpus: bool):
         ray = cluster.ray
         self.ray, self.cluster, self.on_gpus = ray, cluster, on_gpus
         count = cluster.gpus() if on_gpus else max(1, cluster.cpus() - 1)
         if count < 1:
             raise ClusterError(f"the cluster at {cluster.address} has no GPU to measure on")
-        with tempfile.TemporaryDirectory(prefix="tcomp-bench-") as folder:
-            files = ray.put(read_bench(prepare_bench(out, folder)))
         actor = ray.remote(num_gpus=1, num_cpus=0)(MeasuringWorker) if on_gpus else \
             ray.remote(num_cpus=1)(MeasuringWorker)
         from .measure import standin_timing
 
-        workers = [actor.remote(files, not on_gpus, standin_timing()) for _ in range(count)]
+        workers = [actor.remote(not on_gpus, standin_timing()) for _ in range(count)]
         answers = [w.info.remote() for w in workers]
         ray.wait(answers, num_returns=count, timeout=START_SECONDS)
         infos, started = [], []
@@ -240,26 +262,29 @@ class ClusterMeasurer:
             try:
                 infos.append(ray.get(answer, timeout=0))
                 started.append(worker)
-            except (ray.exceptions.GetTimeoutError, ray.exceptions.RayActorError):
+            except (ray.exceptions.GetTimeoutError, *_died(ray)):
                 ray.kill(worker)  # NOTE: one that did not start (its node died, no room for it) is left out
         if not started:
             raise ClusterError(f"none of the cluster's {count} measuring actors started within {START_SECONDS:g} s "
                                f"({cluster.describe()})")
-        workers = started
         from .database import tcomp_version
 
         stale = [i for i in infos if i.tcomp_version != tcomp_version()]
         if stale:
+            for worker in started:
+                ray.kill(worker)
             raise ClusterError(f"node {stale[0].node} has tcomp {stale[0].tcomp_version}, the driver "
                                f"{tcomp_version()}: install the same version on every node")
         # NOTE: timings belong to one kind of GPU: the most common one measures, the others stay idle
         targets = [i.target for i in infos]
         self.target = max(targets, key=targets.count)
-        self.workers = {w: i for w, i in zip(workers, infos) if i.target == self.target}
-        self.left_out = len(workers) - len(self.workers)
+        self.workers = {w: i for w, i in zip(started, infos) if i.target == self.target}
+        for worker, info in zip(started, infos):
+            if worker not in self.workers:
+                ray.kill(worker)
+        self.left_out = len(started) - len(self.workers)
         self.build = ray.remote(num_cpus=1)(_build_on_node)
-        self.progress = progress
-        self.notes: list = []
+        self.benches: dict = {}  # bench name -> {worker: its folder on the worker's node}
 
     @property
     def parallel(self) -> int:
@@ -273,30 +298,63 @@ class ClusterMeasurer:
         text = f"{len(self.workers)} measuring actor(s) on {kind} at {', '.join(nodes)}"
         return text + (f" ({self.left_out} on other GPUs left out)" if self.left_out else "")
 
-    def _submit(self, worker, source: str, timeout: float, repeats: int, warmup: int, checked: bool):
-        info = self.workers[worker]
+    def measurer(self, out, progress=None) -> "ClusterMeasurer":
+        """The measurer of one search of ``out``: its bench (the algorithm, inputs and
+        references) goes into Ray's object store once and is written on every actor's
+        node. ``progress`` (the search's ``Progress``) is told when a node dies."""
+        from .measure import prepare_bench
+
+        ray = self.ray
+        name = f"bench{len(self.benches)}"
+        with tempfile.TemporaryDirectory(prefix="tcomp-bench-") as folder:
+            files = ray.put(read_bench(prepare_bench(out, folder)))
+        answers = {w: w.add_bench.remote(name, files) for w in self.workers}
+        folders = {}
+        for worker, answer in answers.items():
+            try:
+                folders[worker] = ray.get(answer)
+            except _died(ray):
+                folders[worker] = None
+        for worker in [w for w, f in folders.items() if f is None]:
+            self._lose(worker, progress)
+            folders.pop(worker)
+        if not self.workers:
+            raise ClusterError(f"every measuring actor of the cluster at {self.cluster.address} died")
+        self.benches[name] = folders
+        return ClusterMeasurer(self, name, progress)
+
+    def _lose(self, worker, progress) -> str:
+        """Forget ``worker``, whose node died; that node's name."""
+        node = self.workers.pop(worker).node
+        if progress is not None:
+            progress.stage(f"node {node} died; its candidates go to the other actors")
+        return node
+
+    def _submit(self, bench: str, worker, source: str, timeout: float, repeats: int, warmup: int, checked: bool):
         built = ""  # NOTE: the simulator's actors hold every CPU; their runner builds
         if self.on_gpus:
             from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-            strategy = NodeAffinitySchedulingStrategy(info.node_id, soft=False)
-            built = self.build.options(scheduling_strategy=strategy).remote(info.bench, source, checked)
-        return worker.measure.remote(source, built, timeout, repeats, warmup, checked)
+            strategy = NodeAffinitySchedulingStrategy(self.workers[worker].node_id, soft=False)
+            built = self.build.options(scheduling_strategy=strategy).remote(self.benches[bench][worker], source,
+                                                                            checked)
+        return worker.measure.remote(bench, source, built, timeout, repeats, warmup, checked)
 
-    def measure(self, sources: list, on_result, *, timeout: float, repeats: int, warmup: int = 3,
-                checked: bool = False) -> list:
-        """Measure ``sources`` on the actors, round robin; ``on_result(index, measurement)``
-        as each ends (in whatever order they end); the measurements in the order of
-        ``sources``."""
+    def measure(self, bench: str, sources: list, on_result, progress=None, *, timeout: float, repeats: int,
+                warmup: int = 3, checked: bool = False) -> list:
+        """Measure ``sources`` against ``bench`` on the actors, round robin;
+        ``on_result(index, measurement)`` as each ends (in whatever order they end); the
+        measurements in the order of ``sources``."""
         ray = self.ray
         results: list = [None] * len(sources)
         attempts = [0] * len(sources)
         pending = {}  # ref -> (index, worker)
         live = list(self.workers)
+        dead: dict = {}  # worker -> its node
 
         def assign(index: int, turn: int) -> None:
             worker = live[turn % len(live)]
-            pending[self._submit(worker, sources[index], timeout, repeats, warmup, checked)] = (index, worker)
+            pending[self._submit(bench, worker, sources[index], timeout, repeats, warmup, checked)] = (index, worker)
 
         for index in range(len(sources)):
             assign(index, index)
@@ -307,12 +365,10 @@ class ClusterMeasurer:
                 index, worker = pending.pop(ref)
                 try:
                     m = ray.get(ref)
-                except (ray.exceptions.RayActorError, ray.exceptions.WorkerCrashedError,
-                        ray.exceptions.NodeDiedError) as err:
-                    node = self.workers[worker].node
+                except _died(ray) as err:
                     if worker in live:
                         live.remove(worker)
-                        self._note(f"node {node} died; its candidates go to the other actors")
+                        dead[worker] = self._lose(worker, progress)
                     attempts[index] += 1
                     if live and attempts[index] <= RETRIES:
                         assign(index, turn)
@@ -320,28 +376,22 @@ class ClusterMeasurer:
                         continue
                     why = "no other measuring actor was left" if not live else f"{attempts[index]} nodes died"
                     m = Measurement(sources[index], "crash",
-                                    error=f"the node {node} measuring it died ({type(err).__name__}); {why}")
+                                    error=f"the node {dead[worker]} measuring it died ({type(err).__name__}); {why}")
                 results[index] = m
                 on_result(index, m)
-        self.workers = {w: self.workers[w] for w in live}
         return results
 
-    def measure_batch(self, sources: list, *, timeout: float, repeats: int, warmup: int = 3,
-                      checked: bool = False) -> list:
+    def measure_batch(self, bench: str, sources: list, progress=None, *, timeout: float, repeats: int,
+                      warmup: int = 3, checked: bool = False) -> list:
         """One measurement of each of ``sources`` in order on one actor (the final
         interleaved rounds), on the next actor if its node dies."""
         ray = self.ray
         for worker in list(self.workers):
             try:
-                return ray.get(worker.measure_batch.remote(sources, timeout, repeats, warmup, checked))
-            except (ray.exceptions.RayActorError, ray.exceptions.NodeDiedError):
-                self._note(f"node {self.workers.pop(worker).node} died during the final rounds")
+                return ray.get(worker.measure_batch.remote(bench, sources, timeout, repeats, warmup, checked))
+            except _died(ray):
+                self._lose(worker, progress)
         return [Measurement(s, "crash", error="no measuring actor was left on the cluster") for s in sources]
-
-    def _note(self, text: str) -> None:
-        self.notes.append(text)
-        if self.progress is not None:
-            self.progress.stage(text)
 
     def close(self) -> None:
         """Stop the actors (those of nodes still alive; nothing once this process has
@@ -355,4 +405,36 @@ class ClusterMeasurer:
         self.workers = {}
 
 
-__all__ = ["CLUSTER_EXTRA", "Cluster", "ClusterError", "ClusterMeasurer", "ClusterScreener", "connect"]
+class ClusterMeasurer:
+    """What one search measures through: its bench on the cluster's actors (the
+    interface of ``runners.LocalMeasurer``). Closing it stops the actors when it owns
+    them (a search alone), not when a job shares them."""
+
+    def __init__(self, actors: ClusterActors, bench: str, progress=None, owns: bool = False):
+        self.actors, self.bench, self.progress, self.owns = actors, bench, progress, owns
+        self.target = actors.target
+
+    @property
+    def parallel(self) -> int:
+        return self.actors.parallel
+
+    @property
+    def on_gpus(self) -> bool:
+        """Do the actors measure on GPUs (False: they validate in the simulator)?"""
+        return self.actors.on_gpus
+
+    def describe(self) -> str:
+        return self.actors.describe()
+
+    def measure(self, sources: list, on_result, **options) -> list:
+        return self.actors.measure(self.bench, sources, on_result, self.progress, **options)
+
+    def measure_batch(self, sources: list, **options) -> list:
+        return self.actors.measure_batch(self.bench, sources, self.progress, **options)
+
+    def close(self) -> None:
+        if self.owns:
+            self.actors.close()
+
+
+__all__ = ["CLUSTER_EXTRA", "Cluster", "ClusterActors", "ClusterError", "ClusterMeasurer", "ClusterScreener", "connect"]

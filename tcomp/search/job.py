@@ -14,7 +14,9 @@ the chapter's Example 5-9 weighs shapes by their calls:
 3. each search selects its winner as it would alone.
 
 Where nothing can be measured (no GPU, ``model_only``), each workload is searched on its
-own, model-only, as ``tc.autoschedule`` does.
+own, model-only, as ``tc.autoschedule`` does. On a cluster (``cluster=ADDRESS``) the
+workloads share one set of measuring actors (``cluster.ClusterActors``), to which each
+search adds its bench; a batch holds every actor.
 """
 
 from __future__ import annotations
@@ -70,12 +72,11 @@ def tune(workloads: list, trials: int, *, progress_for=None, share: str = "savin
         raise TcompError("each workload of a job is called at least once a request")
     if share not in ("savings", "equal"):
         raise TcompError(f"share is 'savings' or 'equal', got {share!r}")
-    if options.get("cluster") is not None and len(workloads) > 1:
-        raise TcompError("a job of several workloads measures on this machine's GPUs for now: each workload's "
-                         "search would hold every GPU of the cluster; search on a cluster one workload at a time")
     if trials < len(workloads):
         raise TcompError(f"{trials} trials cannot give each of the job's {len(workloads)} workloads one")
     with ExitStack() as stack:
+        if isinstance(options.get("cluster"), str):
+            options["cluster"] = _shared_actors(options["cluster"], stack)
         started = {}
         for w in workloads:
             progress = progress_for(w.name) if progress_for else None
@@ -111,6 +112,17 @@ def tune(workloads: list, trials: int, *, progress_for=None, share: str = "savin
         for name, (rng, search) in running.items():
             results[name] = search.select()
     return JobResult(results, counts, order)
+
+
+def _shared_actors(address: str, stack: ExitStack):
+    """One set of measuring actors on the cluster at ``address`` for every workload of
+    the job (each search adds its bench to them), stopped when ``stack`` closes."""
+    from .cluster import connect
+
+    cluster = connect(address)
+    actors = cluster.actors(on_gpus=cluster.gpus() > 0)
+    stack.callback(actors.close)
+    return actors
 
 
 def _next(worth: dict, counts: dict, share: str) -> str:

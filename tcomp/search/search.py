@@ -96,7 +96,9 @@ def autoschedule(out, trials: int = 64, target="h200", db=None, model_only: bool
 
     ``cluster`` ("auto", "HOST:PORT" or "ray://HOST:PORT") screens, builds and measures on
     a Ray cluster instead (``tcomp.search.cluster``; without a GPU in it, its workers
-    validate the ``trials`` best-predicted candidates in the simulator). ``resume``
+    validate the ``trials`` best-predicted candidates in the simulator); it may also be a
+    ``cluster.ClusterActors``, measuring actors that several searches share (a job's).
+    ``resume``
     continues the last search of ``out`` recorded in the database, which must be given
     the same ``trials`` and ``seed``: it makes the same choices, and a candidate that the
     interrupted search measured is taken from its record, not measured again.
@@ -128,7 +130,8 @@ def searching(out, trials: int, *, target="h200", db=None, model_only: bool = Fa
     rng = random.Random(seed)
     space = Space(out, target=target)  # NOTE: the tiling rules size their tiles by this GPU
     workers = workers or os.cpu_count() or 1
-    joined = _join(cluster, progress) if cluster is not None else None
+    shared = cluster if _shared_actors(cluster) else None
+    joined = _join(shared.cluster if shared else cluster, progress) if cluster is not None else None
     measuring = not model_only and (_cluster_can_measure(joined) if joined else _can_measure())
     database = TuningDatabase(db)
     key = workload_key(out)
@@ -146,7 +149,7 @@ def searching(out, trials: int, *, target="h200", db=None, model_only: bool = Fa
         yield _model_only(out, space, pool, database, key, progress, timeout, job, replay)
         return
     if joined is not None:
-        measurer = joined.measurer(out, joined.gpus() > 0, progress)
+        measurer = shared.measurer(out, progress) if shared else joined.measurer(out, joined.gpus() > 0, progress)
         progress.stage(f"measuring on {measurer.describe()}")
         measuring_target = measurer.target
     else:
@@ -162,10 +165,20 @@ def searching(out, trials: int, *, target="h200", db=None, model_only: bool = Fa
         measurer.close()
 
 
-def _join(address: str, progress: Progress):
+def _shared_actors(cluster) -> bool:
+    """Is ``cluster`` a job's measuring actors (``cluster.ClusterActors``), not an address?"""
+    if cluster is None or isinstance(cluster, str):
+        return False
+    from .cluster import ClusterActors
+
+    return isinstance(cluster, ClusterActors)
+
+
+def _join(cluster, progress: Progress):
+    """The cluster at ``cluster`` (an address, or one joined already), joined."""
     from .cluster import connect
 
-    joined = connect(address)
+    joined = connect(cluster) if isinstance(cluster, str) else cluster
     progress.stage(f"joined {joined.describe()}")
     return joined
 

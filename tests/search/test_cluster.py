@@ -101,6 +101,42 @@ def test_the_same_seed_finds_the_same_winner_here_and_on_the_cluster(two_nodes_o
     assert {r["target"]["gpu"] for r in lines} == {"CUDA simulator"} and len({r["job"] for r in lines}) == 1
 
 
+def test_a_job_shares_one_set_of_actors_and_shares_its_trials_as_it_does_here(two_nodes_one_gpu, tmp_path,
+                                                                               monkeypatch, few_draws):
+    """Two workloads as one job, here and on the cluster, same seed: the same winners, the
+    same trials each and the same batches in the same order; on the cluster one set of
+    measuring actors serves both searches, each with its own bench."""
+    from tcomp.search import cluster as cluster_module
+    from tcomp.search.job import JobWorkload, tune
+
+    monkeypatch.setenv("TCOMP_MEASURE_STANDIN", "1")
+    monkeypatch.setattr(search._MeasuredSearch, "BATCH", 1)
+    started = []
+    real_init = cluster_module.ClusterActors.__init__
+
+    def counting_init(self, *args, **kwargs):
+        started.append(self)
+        real_init(self, *args, **kwargs)
+
+    monkeypatch.setattr(cluster_module.ClusterActors, "__init__", counting_init)
+
+    def workloads():
+        return [JobWorkload("wide", matmul_silu_quant.algorithm(32, 64, 32), 10),
+                JobWorkload("square", _algorithm(), 1)]
+
+    here = tune(workloads(), 5, db=tmp_path / "here.jsonl", workers=1, seed=3)
+    there = tune(workloads(), 5, db=tmp_path / "there.jsonl", seed=3, cluster=two_nodes_one_gpu.address)
+    assert len(started) == 1 and sorted(started[0].benches) == ["bench0", "bench1"]
+    assert started[0].workers == {}  # NOTE: stopped when the job ended
+    assert there.trials == here.trials and sum(there.trials.values()) == 5
+    assert [(name, n) for name, n, _ in there.order] == [(name, n) for name, n, _ in here.order]
+    for name in ("wide", "square"):
+        assert there.results[name].source == here.results[name].source
+        assert there.results[name].measured == here.results[name].measured is not None
+    lines = _lines(tmp_path / "there.jsonl")
+    assert len(lines) == 5 and len({(r["workload"], r["schedule"]) for r in lines}) == 5
+
+
 def test_without_a_gpu_the_cluster_validates_the_best_predicted_in_the_simulator(two_nodes, tmp_path, few_draws):
     here = tc.autoschedule(_algorithm(), trials=3, db=tmp_path / "here.jsonl", workers=1)
     there = tc.autoschedule(_algorithm(), trials=3, db=tmp_path / "there.jsonl", cluster="auto")
@@ -174,6 +210,59 @@ def test_a_killed_driver_resumed_measures_nothing_twice(two_nodes, tmp_path):
     assert len(lines) == 5 and len({r["schedule"] for r in lines}) == 5  # nothing validated twice
     assert lines[:len(before)] == before and len({r["job"] for r in lines}) == 1
     assert len(resumed.records) == 5 and resumed.validated.endswith("on the cluster")
+
+
+def test_an_actor_that_never_starts_is_left_out_and_none_starting_is_an_error(tmp_path, monkeypatch, few_draws):
+    """A node of two logical GPUs, one of them held by another job's actor: one measuring
+    actor starts, the other waits for a GPU and is left out after ``START_SECONDS``; the
+    search measures on the one. With both GPUs held, no actor starts: a ClusterError."""
+    from tcomp.search import cluster as cluster_module
+
+    ray, cluster = _cluster(2, gpus=2)
+    try:
+        monkeypatch.setenv("TCOMP_MEASURE_STANDIN", "1")
+        monkeypatch.setattr(cluster_module, "START_SECONDS", 5.0)
+        holder = ray.remote(num_gpus=1, num_cpus=0)(type("Holder", (), {"ping": lambda self: 0}))
+        first = holder.remote()
+        ray.get(first.ping.remote())
+        notes = _Notes()
+        found = tc.autoschedule(_algorithm(), trials=2, db=tmp_path / "db.jsonl", cluster=cluster.address,
+                                progress=notes)
+        assert found.measured is not None and len(_lines(tmp_path / "db.jsonl")) == 2
+        assert any(s.startswith("measuring on 1 measuring actor(s)") for s in notes.stages), notes.stages
+        second = holder.remote()
+        ray.get(second.ping.remote())
+        with pytest.raises(ClusterError, match=r"none of the cluster's 2 measuring actors started within 5 s"):
+            tc.autoschedule(_algorithm(), trials=2, db=tmp_path / "db2.jsonl", cluster=cluster.address)
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
+
+
+def test_a_node_with_another_tcomp_version_is_named(tmp_path):
+    """Workers whose Python path finds another tcomp's metadata first (as a node with
+    another tcomp installed would: their working folder holds it) stop the search before
+    anything is measured, naming the node and both versions."""
+    ray = pytest.importorskip("ray")
+    from ray.cluster_utils import Cluster
+
+    from tcomp.search.database import tcomp_version
+
+    elsewhere = tmp_path / "elsewhere"
+    info = elsewhere / "tcomp-0.0.0+elsewhere.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: tcomp\nVersion: 0.0.0+elsewhere\n")
+    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 2})
+    ray.init(address=cluster.address, log_to_driver=False, logging_level="ERROR",
+             runtime_env={"working_dir": str(elsewhere)})
+    try:
+        with pytest.raises(ClusterError, match=rf"node .* has tcomp 0\.0\.0\+elsewhere, the driver "
+                                               rf"{tcomp_version()}: install the same version on every node"):
+            tc.autoschedule(_algorithm(), trials=2, db=tmp_path / "db.jsonl", cluster="auto")
+        assert not (tmp_path / "db.jsonl").exists() or not _lines(tmp_path / "db.jsonl")
+    finally:
+        ray.shutdown()
+        cluster.shutdown()
 
 
 # ---------------------------------------------------------------------- errors, no cluster needed

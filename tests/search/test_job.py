@@ -58,8 +58,6 @@ def test_a_job_refuses_what_it_cannot_share(tmp_path):
         tune([JobWorkload("a", out), JobWorkload("a", out)], trials=4, db=tmp_path / "db.jsonl")
     with pytest.raises(tc.TcompError, match="called at least once"):
         tune([JobWorkload("a", out, 0)], trials=4, db=tmp_path / "db.jsonl")
-    with pytest.raises(tc.TcompError, match="search on a cluster one workload at a time"):
-        tune([JobWorkload("a", out), JobWorkload("b", out)], trials=4, db=tmp_path / "db.jsonl", cluster="auto")
 
 
 def test_the_cli_tunes_several_files_as_one_job(fake_gpu, tmp_path, monkeypatch, capsys):  # noqa: F811
@@ -83,6 +81,29 @@ def test_the_cli_tunes_several_files_as_one_job(fake_gpu, tmp_path, monkeypatch,
     assert (tmp_path / "winners" / "small.py").exists() and (tmp_path / "winners" / "wide.py").exists()
     assert cli(["autoschedule", files[0], files[1], "--shape", "M=16"]) != 0
     assert "--shape takes one workload" in capsys.readouterr().err
+
+
+def test_the_cli_job_with_shapes_tunes_each_file_at_each_extent(fake_gpu, tmp_path, monkeypatch, capsys):  # noqa: F811
+    """Each FILE[:CALLS] at each extent of --shapes is a workload of the job, called the
+    file's calls times the extent's."""
+    import tcomp.search.search as search
+    from tcomp.cli import main as cli
+
+    monkeypatch.setattr(search, "MIN_DRAWS", 12)
+    monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
+    files = []
+    for name, n in (("small", 32), ("wide", 64)):
+        path = tmp_path / f"{name}.py"
+        path.write_text(f"from matmul_silu_quant import algorithm as _product\n\n\n"
+                        f"def algorithm(M=32, N={n}, K=32):\n    return _product(M, N, K)\n")
+        files.append(str(path))
+    assert cli(["autoschedule", files[0] + ":3", files[1], "--shapes", "M=16:10,M=48:1", "--trials", "4",
+                "--db", str(tmp_path / "db.jsonl"), "--workers", "1", "--out", str(tmp_path / "winners")]) == 0
+    shown = capsys.readouterr().out
+    for name, calls in (("small_M16", 30), ("small_M48", 3), ("wide_M16", 10), ("wide_M48", 1)):
+        assert f"{name:16s} {calls:6d}      1" in shown, name
+        assert (tmp_path / "winners" / f"{name}.py").exists()
+    assert "shape:    M=48, N=64, K=32" in (tmp_path / "winners" / "wide_M48.py").read_text()
 
 
 def test_the_cli_names_a_job_file_called_no_times_and_two_workloads_of_one_name(tmp_path, capsys):
