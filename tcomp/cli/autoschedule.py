@@ -66,7 +66,7 @@ def add_parser(sub) -> None:
                         "(default), or equally")
     p.add_argument("--resume", action="store_true",
                    help="continue the last search of this workload in the database (same --trials and --seed): "
-                        "what it measured is not measured again")
+                        "what it measured is not measured again; with several FILEs, the interrupted job")
     p.set_defaults(func=run)
 
 
@@ -121,7 +121,7 @@ def run(args) -> int:
         raise TcompError("--gpus must be 1 or more")
     if args.cluster is not None and args.gpus is not None:
         raise TcompError("--gpus counts this machine's GPUs; with --cluster the cluster's GPUs measure")
-    if args.resume and args.shapes:
+    if args.resume and args.shapes and len(args.file) == 1:
         raise TcompError("--resume continues one search; with --shapes, resume each extent with --shape instead")
     search_options = dict(trials=args.trials, target=args.target, db=args.db, model_only=args.model_only,
                           seed=args.seed, workers=args.workers, timeout=args.timeout, gpus=args.gpus,

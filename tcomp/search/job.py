@@ -24,7 +24,7 @@ from __future__ import annotations
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 
-from .search import SearchResult, searching
+from .search import SearchResult, resumable, searching
 
 
 @dataclass
@@ -60,7 +60,9 @@ def tune(workloads: list, trials: int, *, progress_for=None, share: str = "savin
     in all, shared as the module docstring says (``share="equal"``: the same number for
     each, the baseline the sharing is compared with). ``options`` are
     ``tc.autoschedule``'s keywords (``db``, ``target``, ``seed``, ``cluster``, ...);
-    ``progress_for(name)`` gives each workload's ``Progress``."""
+    ``progress_for(name)`` gives each workload's ``Progress``. ``resume=True`` continues
+    an interrupted job (the same workloads, trials and seed): each workload resumes its
+    last search, and one that the job never reached starts afresh."""
     from ..errors import TcompError
 
     if not workloads:
@@ -74,13 +76,20 @@ def tune(workloads: list, trials: int, *, progress_for=None, share: str = "savin
         raise TcompError(f"share is 'savings' or 'equal', got {share!r}")
     if trials < len(workloads):
         raise TcompError(f"{trials} trials cannot give each of the job's {len(workloads)} workloads one")
+    # NOTE: resuming, a workload the interrupted job never reached starts its search afresh
+    resuming = bool(options.pop("resume", False))
+    resume = {w.name: resuming and resumable(w.out, options.get("db")) for w in workloads}
+    if resuming and not any(resume.values()):
+        raise TcompError("nothing to resume: the tuning database holds no search of the job's workloads by this "
+                         "tcomp version; run the job without resuming")
     with ExitStack() as stack:
         if isinstance(options.get("cluster"), str):
             options["cluster"] = _shared_actors(options["cluster"], stack)
         started = {}
         for w in workloads:
             progress = progress_for(w.name) if progress_for else None
-            started[w.name] = stack.enter_context(searching(w.out, trials, progress=progress, **options))
+            started[w.name] = stack.enter_context(searching(w.out, trials, progress=progress, resume=resume[w.name],
+                                                            **options))
         finished = {n: s for n, s in started.items() if isinstance(s, SearchResult)}
         running = {n: s for n, s in started.items() if not isinstance(s, SearchResult)}
         counts = {n: 0 for n in names}

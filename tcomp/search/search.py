@@ -190,6 +190,15 @@ def _cluster_can_measure(joined) -> bool:
     return joined.gpus() > 0 or standin_timing()
 
 
+def resumable(out, db=None) -> bool:
+    """Does the tuning database ``db`` hold a search of ``out`` that ``resume=True`` would
+    continue (one by this tcomp version)?"""
+    from ..lang.canonical import workload_key
+
+    version = tcomp_version()
+    return any(r.job and r.tcomp_version == version for r in TuningDatabase(db).records(workload_key(out)))
+
+
 def _job(database: TuningDatabase, key: str, resume: bool) -> tuple:
     """The search's job name and, resuming, the records of the job it resumes (by
     schedule): the last job of ``key`` in ``database`` written by this tcomp version."""

@@ -50,6 +50,40 @@ def test_an_equal_share_gives_each_workload_the_same_trials(fake_gpu, tmp_path, 
     assert sum(job.trials.values()) == 12 and abs(job.trials["a"] - job.trials["b"]) <= 2  # a batch of 2
 
 
+def test_an_interrupted_job_resumed_measures_nothing_twice(fake_gpu, tmp_path, monkeypatch):  # noqa: F811
+    """A job stopped after its fourth record (the first workload's first choices and one
+    of the second's), then resumed: the same trials each and batches in the same order as
+    a job never stopped, every candidate recorded once, the records before the stop kept."""
+    import tcomp.search.search as search
+    from tcomp.search.database import TuningDatabase
+
+    monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
+    whole = tune(_workloads(1000, 1), trials=12, db=tmp_path / "whole.jsonl", workers=1, seed=1)
+    db = tmp_path / "db.jsonl"
+    real_append = TuningDatabase.append
+
+    def stop_after_four(self, record):
+        real_append(self, record)
+        if len(self.records()) == 4:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(TuningDatabase, "append", stop_after_four)
+    with pytest.raises(KeyboardInterrupt):
+        tune(_workloads(1000, 1), trials=12, db=db, workers=1, seed=1)
+    monkeypatch.setattr(TuningDatabase, "append", real_append)
+    before = [json.loads(line) for line in db.read_text().splitlines()]
+    assert len(before) == 4
+    resumed = tune(_workloads(1000, 1), trials=12, db=db, workers=1, seed=1, resume=True)
+    lines = [json.loads(line) for line in db.read_text().splitlines()]
+    assert lines[:4] == before and len(lines) == 12
+    assert len({(r["workload"], r["schedule"]) for r in lines}) == 12  # nothing measured twice
+    assert resumed.trials == whole.trials
+    assert [(n, k) for n, k, _ in resumed.order] == [(n, k) for n, k, _ in whole.order]
+    assert {n: r.source for n, r in resumed.results.items()} == {n: r.source for n, r in whole.results.items()}
+    with pytest.raises(tc.TcompError, match="nothing to resume: the tuning database holds no search of the job's"):
+        tune(_workloads(1000, 1), trials=12, db=tmp_path / "empty.jsonl", workers=1, seed=1, resume=True)
+
+
 def test_a_job_refuses_what_it_cannot_share(tmp_path):
     out = matmul_silu_quant.algorithm(32, 32, 32)
     with pytest.raises(tc.TcompError, match="1 trials cannot give each of the job's 2 workloads one"):
