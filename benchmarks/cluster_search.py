@@ -9,7 +9,8 @@ It prints each search's wall time, its winner and the winner's measured time, bo
 compared (the winner's time within 3%, the wall time within 10%), and Ray's overhead a
 candidate: the round trip of an empty call to an actor, and the wall times' difference
 over the candidates measured. Each search writes a database of its own (under a
-temporary folder), so neither starts from the other's records.
+temporary folder) and a kernel cache of its own, so neither starts from the other's
+records or builds.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ def main(argv=None) -> int:
     folder = tempfile.mkdtemp(prefix="tcomp-cluster-bench-")
     runs = {}
     for where in ("here", "ray"):
+        # NOTE: a kernel cache of its own, so that neither search finds the other's builds (Ray's
+        # workers take the environment at ray.init)
+        os.environ["TCOMP_CACHE_DIR"] = os.path.join(folder, f"cache-{where}")
         out, _ = workload.build_algorithm(parse_shape(args.shape))
         cluster = None
         if where == "ray":

@@ -1,7 +1,8 @@
 """Five workloads of the chapter's request tuned as one job (issue 35): the FFN projection
 (examples/ffn_bf16.py, 12288 x 4096), the down projection (examples/linear_bf16.py, W as
-[N, K], 4096 x 12288), RMSNorm (examples/rmsnorm.py, 4096 wide), SwiGLU with per-row fp8
-(examples/swiglu_fp8.py, 12288 x 4096) and a softmax (examples/softmax.py, 4096 wide),
+[N, K], 4096 x 12288), RMSNorm (examples/rmsnorm.py, 4096 wide), SwiGLU's gate and
+multiply, int8-quantized (examples/silu_mul_quant.py, 12288 wide: the chapter's Z =
+SiLU(G) * U of section 5.3.1) and a softmax (examples/softmax.py, 4096 wide),
 each at one decode row (1,116 calls a request: 36 layers x 31 decode steps) and at the
 prefill's 7,239 rows (36 calls), as the chapter's section 5.6.3 counts them.
 
@@ -32,7 +33,7 @@ WORKLOADS = {
     "ffn_projection": ("ffn_bf16.py", dict(N=12288, K=4096)),
     "down_projection": ("linear_bf16.py", dict(N=4096, K=12288)),
     "rmsnorm": ("rmsnorm.py", dict(N=4096)),
-    "swiglu": ("swiglu_fp8.py", dict(N=12288, K=4096)),
+    "swiglu": ("silu_mul_quant.py", dict(N=12288)),
     "softmax": ("softmax.py", dict(N=4096)),
 }
 #: rows -> calls a request (36 layers: 31 decode steps of one row, one prefill of 7,239)
