@@ -345,7 +345,7 @@ def _model_only(out, space, pool: _Pool, database, key, progress: Progress, time
             if record.status == "ok":
                 return _validated(out, screened, record, records, "")
             progress.update(failed=1)
-    raise _no_legal(pool, records)
+    return _first_validated(out, pool, legal[:FINALISTS], records, "", timeout)
 
 
 def _validate_on_cluster(out, pool: _Pool, database, key, progress: Progress, timeout: float, trials: int,
@@ -371,10 +371,27 @@ def _validate_on_cluster(out, pool: _Pool, database, key, progress: Progress, ti
         progress.update(measured=1, failed=int(m.status != "ok"))
 
     measurer.measure([s.source for s in fresh], on_result, timeout=timeout, repeats=3, warmup=1, checked=True)
-    records = [ended[s.source] for s in chosen]
+    return _first_validated(out, pool, chosen, [ended[s.source] for s in chosen], " on the cluster", timeout)
+
+
+def _first_validated(out, pool: _Pool, chosen: list, records: list, where: str, timeout: float) -> SearchResult:
+    """Of the ``chosen`` candidates (best predicted first) and their validations'
+    ``records``: the first that computed the right result; where none did but some ran
+    past the time limit (the simulator is slow on a large shape; a timeout shows nothing
+    wrong), the first of those, unvalidated, saying so; else the error."""
     for screened, record in zip(chosen, records):
         if record.status == "ok":
-            return _validated(out, screened, record, records, " on the cluster")
+            return _validated(out, screened, record, records, where)
+    slow = [(screened, record) for screened, record in zip(chosen, records) if record.status == "timeout"]
+    if slow:
+        best, _ = slow[0]
+        wrong = len(records) - len(slow)
+        return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, records,
+                            validated=f"not validated: the CUDA simulator{where} ran past the {timeout:g} s limit "
+                                      f"on {len(slow)} of the best-predicted candidates"
+                                      + (f" ({wrong} others failed)" if wrong else "")
+                                      + "; check the schedule at a smaller shape, or on a GPU",
+                            description=best.point.describe())
     raise _no_legal(pool, records)
 
 

@@ -78,10 +78,17 @@ def matrix_product_operands(op, any_layout: bool = False) -> tuple | None:
     return a, b
 
 
+def factor_indices(op) -> dict:
+    """``{tensor name: its indices}`` of the two factors of a product that
+    :func:`matrix_product_operands` recognised (casts looked through)."""
+    reads = (_read_of(factor) for factor in (op.body.source.a, op.body.source.b))
+    return {read.tensor.name: tuple(read.indices) for read in reads if read is not None}
+
+
 def _read_of(e):
     while isinstance(e, Cast):
         e = e.value
     return e if isinstance(e, TensorRead) else None
 
 
-__all__ = ["StageInfo", "matrix_product_operands", "stage_infos"]
+__all__ = ["StageInfo", "factor_indices", "matrix_product_operands", "stage_infos"]

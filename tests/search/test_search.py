@@ -167,6 +167,20 @@ def test_model_only_at_a_shape_too_big_for_the_simulator_says_it_did_not_validat
     assert result.measured is None and result.records == []
 
 
+def test_model_only_whose_validations_run_past_the_limit_returns_the_best_unvalidated(tmp_path, monkeypatch):
+    """The thread count estimated the simulator fast enough, but each finalist ran past
+    the time limit: a timeout shows nothing wrong, so the best-predicted is returned,
+    saying that it was not validated and why, its records kept."""
+    monkeypatch.setattr(search, "MIN_DRAWS", 6)
+    monkeypatch.setattr(search, "SIMULATOR_THREADS_PER_SECOND", 10 ** 12)  # NOTE: the estimate lets it try
+    result = tc.autoschedule(_algorithm(), trials=1, model_only=True, db=tmp_path / "db.jsonl", workers=1,
+                             timeout=0.001)
+    assert result.validated.startswith("not validated: the CUDA simulator ran past the 0.001 s limit on 3 of the "
+                                       "best-predicted candidates")
+    assert [r.status for r in result.records] == ["timeout"] * 3 and result.measured is None
+    assert result.source == result.records[0].schedule
+
+
 def test_a_search_whose_every_candidate_fails_says_how_they_ended(tmp_path, monkeypatch):
     monkeypatch.setattr(search, "MIN_DRAWS", 6)
     monkeypatch.setenv("TCOMP_MEASURE_FAULT", "wrong")

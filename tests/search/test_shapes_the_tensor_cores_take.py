@@ -24,6 +24,7 @@ import batched_gemm_bf16  # noqa: E402
 import ffn_bf16  # noqa: E402
 import gemm_bf16  # noqa: E402
 import linear_bf16  # noqa: E402
+import swiglu_fp8  # noqa: E402
 
 
 def _rules(out, target="h200") -> set:
@@ -80,6 +81,46 @@ def test_a_skinny_point_is_legal_and_reports_its_reassociation():
     assert point is not None and "skinny_product" in point.describe()
     report = tc.check(space.schedule(point))
     assert report.legal and any(r.stage.startswith("C_rf") or r.stage == "C" for r in report.reassociations)
+
+
+def _skinny_point(space, seed: int = 0):
+    """A point of ``space`` whose product the skinny rule tiles."""
+    rng = random.Random(seed)
+    for _ in range(3000):
+        point = space.sample(rng)
+        if point is not None and "skinny_product" in point.describe():
+            return point
+    raise AssertionError("no skinny_product point drawn in 3000 draws")
+
+
+@pytest.mark.parametrize("M", [1, 3])
+def test_the_skinny_rule_streams_swiglus_stacked_product(M):
+    """SwiGLU's gate and up projections as one stacked product ``P[h, i, j] = sum_k A[i, k]
+    W[h, k, j]``: at a decode step's rows the skinny rule is offered for it (each
+    projection on its own ``blockIdx.y``), the point is legal, and the whole SwiGLU with
+    its per-row fp8 runs in the simulator within one fp8 step of ``tc.evaluate`` (a float32
+    sum in another order may round a projection to the other bf16 neighbour)."""
+    from workloads import fp8_steps
+
+    N, K = 128, 256
+    out = swiglu_fp8.algorithm(M=M, N=N, K=K)
+    space = Space(out, target="h200")
+    s = space.schedule(_skinny_point(space))
+    assert tc.check(s).legal
+    rng = np.random.default_rng(M)
+    feeds = {p: (rng.standard_normal(p.shape) / (1.0 if p.name == "A" else np.sqrt(K))).astype(ml_dtypes.bfloat16)
+             for p in tc.inputs(out)}
+    got = np.full((M, N), np.nan, ml_dtypes.float8_e4m3fn)
+    tc.build(s)(*feeds.values(), got)
+    assert not np.isnan(got.astype(np.float32)).any()
+    steps = fp8_steps(got, tc.evaluate(out, feeds))
+    assert steps.max() <= 1 and (steps > 0).mean() <= 0.02
+
+
+def test_the_skinny_rule_leaves_weights_stored_n_by_k_to_the_row_reductions():
+    """``W[j, k]`` (torch.nn.Linear's layout) puts k, not the columns, along a row of W: the
+    16-byte loads of a thread's columns that the skinny rule streams do not exist there."""
+    assert "skinny_product" not in _rules(linear_bf16.algorithm(M=1, N=4096, K=12288))
 
 
 def _ffn_streamed(M: int, N: int, K: int, stream):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from ...dtypes import itemsize
 from ...errors import ScheduleError
+from ..stages import factor_indices
 from .base import Rule
 from .products import aligned_lanes, product_stage
 
@@ -72,8 +73,10 @@ def stream_rows_in_blocks(s, out, product: str, a: str, b: str, parts: int = 64,
         _slices_in_block(s, block_sums, block_sum.name, a, b, parts, threads_x, vector, unroll, columns,
                          leading="blockIdx.y")
         _slices_added_in_a_second_kernel(s, out, product, block_parts)
-    else:
-        _slices_in_block(s, out, product, a, b, parts, threads_x, vector, unroll, columns)
+    else:  # NOTE: a stacked product scheduled by itself has its leading axis on blockIdx.y
+        stacked_alone = len(s[out].op.output.shape) == 3
+        _slices_in_block(s, out, product, a, b, parts, threads_x, vector, unroll, columns,
+                         leading="blockIdx.y" if stacked_alone else None)
 
 
 def _slices_in_block(s, out, product: str, a: str, b: str, parts: int, threads_x: int, vector: int, unroll: int,
@@ -205,8 +208,8 @@ class SkinnyProduct(Rule):
     name = "skinny_product"
 
     def applies(self, group, space):
-        product = product_stage(group)
-        return product is not None and space.stages[product[0]].shape[0] <= SKINNY_ROWS
+        streamed = streamed_product(group)
+        return streamed is not None and space.stages[streamed[0]].shape[-2] <= SKINNY_ROWS
 
     def choices(self, group, space):
         return {"parts": [4, 8, 16, 32, 64, 128, 256], "threads": [64, 128, 256, 512, 1024], "unroll": [2, 4, 8],
@@ -214,29 +217,31 @@ class SkinnyProduct(Rule):
 
     def seeds(self, group, space):
         """The one-kernel sizes that measured fastest (:func:`one_kernel_sizes`)."""
-        product, _, b = product_stage(group)
+        product, _, b = streamed_product(group)
         op = space.stages[product].op
-        M, N = op.output.shape
+        *stacked, M, N = op.output.shape
         sizes = one_kernel_sizes(M, N, op.reduce_axis[0].extent, _lanes(op, b), space.target.sms)
-        if sizes is None:
+        if sizes is None or (stacked and sizes["block_parts"] > 1):
             return []
         return [dict(parts=sizes["parts"], threads=sizes["parts"] * sizes["threads_x"], unroll=sizes["unroll"],
                      one_kernel=True, block_parts=sizes["block_parts"])]
 
     def valid(self, group, space, p):
-        product, _, b = product_stage(group)
+        product, _, b = streamed_product(group)
         op = space.stages[product].op
-        M, N = op.output.shape
+        *stacked, M, N = op.output.shape
         K = op.reduce_axis[0].extent
         vector = _lanes(op, b)
         block_parts = p.get("block_parts", 1)
         parts = p["parts"] * block_parts
         if group.staged or vector == 1 or K % (parts * p["unroll"]) or K // parts < 4 * p["unroll"]:
             return False
+        if stacked and not (p["one_kernel"] and block_parts == 1):
+            return False  # NOTE: a stacked product's slices are added in its one kernel only
         if p["one_kernel"]:
             across = p["threads"] // p["parts"]  # threads along the columns
             columns = vector * across
-            shared = p["parts"] * M * columns * 4
+            shared = p["parts"] * (stacked[0] if stacked else 1) * M * columns * 4
             return (across >= 1 and across * p["parts"] == p["threads"] and N % columns == 0
                     and across * max(p["parts"], M * vector) <= space.target.max_threads_per_block
                     and shared <= space.target.smem_per_block // 2
@@ -246,7 +251,7 @@ class SkinnyProduct(Rule):
             and p["threads"] * vector <= 2 * N
 
     def apply(self, s, group, p):
-        product, a, b = product_stage(group)
+        product, a, b = streamed_product(group)
         out, vector = s[group.anchor].op.output, _lanes(s[product].op, b)
         if p["one_kernel"]:
             stream_rows_in_blocks(s, out, product, a, b, parts=p["parts"], threads_x=p["threads"] // p["parts"],
@@ -256,10 +261,29 @@ class SkinnyProduct(Rule):
                         unroll=p["unroll"])
 
 
+def streamed_product(group) -> tuple | None:
+    """``(product, a, b)`` of the group's matrix product where :func:`stream_rows` can
+    stream it: ``b[k, j]`` (or, stacked, ``b[h, k, j]``: SwiGLU's gate and up weights, one
+    product ``P[h, i, j]``) with ``j`` its contiguous axis, and ``a[i, k]``; else None
+    (``b`` stored as ``[N, K]``, a batched ``a``)."""
+    found = product_stage(group, any_layout=True)
+    if found is None:
+        return None
+    product, a, b = found
+    op = group.stages[product].op
+    *_, i, j = op.axis
+    (k,) = op.body.axes
+    indices = factor_indices(op)
+    if indices.get(a) != (i, k) or indices.get(b, ())[-2:] != (k, j):
+        return None
+    return found
+
+
 def _lanes(op, name: str) -> int:
     """Columns of the weights tensor ``name`` (read by ``op``) that one 16-byte load moves."""
     (weights,) = (t for t in op.input_tensors() if t.name == name)
     return aligned_lanes(weights, 16 // itemsize(weights.dtype))
 
 
-__all__ = ["SKINNY_ROWS", "SkinnyProduct", "one_kernel_sizes", "stream_rows", "stream_rows_in_blocks"]
+__all__ = ["SKINNY_ROWS", "SkinnyProduct", "one_kernel_sizes", "stream_rows", "stream_rows_in_blocks",
+           "streamed_product"]
