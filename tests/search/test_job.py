@@ -94,18 +94,24 @@ def test_a_job_refuses_what_it_cannot_share(tmp_path):
         tune([JobWorkload("a", out, 0)], trials=4, db=tmp_path / "db.jsonl")
 
 
+def _two_workload_files(folder) -> list:
+    """Two workload files, "small" (32 x 32 x 32) and "wide" (N = 64), in ``folder``."""
+    files = []
+    for name, n in (("small", 32), ("wide", 64)):
+        path = folder / f"{name}.py"
+        path.write_text(f"from matmul_silu_quant import algorithm as _product\n\n\n"
+                        f"def algorithm(M=32, N={n}, K=32):\n    return _product(M, N, K)\n")
+        files.append(str(path))
+    return files
+
+
 def test_the_cli_tunes_several_files_as_one_job(fake_gpu, tmp_path, monkeypatch, capsys):  # noqa: F811
     import tcomp.search.search as search
     from tcomp.cli import main as cli
 
     monkeypatch.setattr(search, "MIN_DRAWS", 12)
     monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
-    files = []
-    for name, n in (("small", 32), ("wide", 64)):
-        path = tmp_path / f"{name}.py"
-        path.write_text(f"from matmul_silu_quant import algorithm as _product\n\n\n"
-                        f"def algorithm(M=32, N={n}, K=32):\n    return _product(M, N, K)\n")
-        files.append(str(path))
+    files = _two_workload_files(tmp_path)
     assert cli(["autoschedule", files[0] + ":100", files[1], "--trials", "6", "--db", str(tmp_path / "db.jsonl"),
                 "--workers", "1", "--out", str(tmp_path / "winners")]) == 0
     shown = capsys.readouterr().out
@@ -125,12 +131,7 @@ def test_the_cli_job_with_shapes_tunes_each_file_at_each_extent(fake_gpu, tmp_pa
 
     monkeypatch.setattr(search, "MIN_DRAWS", 12)
     monkeypatch.setattr(search._MeasuredSearch, "BATCH", 2)
-    files = []
-    for name, n in (("small", 32), ("wide", 64)):
-        path = tmp_path / f"{name}.py"
-        path.write_text(f"from matmul_silu_quant import algorithm as _product\n\n\n"
-                        f"def algorithm(M=32, N={n}, K=32):\n    return _product(M, N, K)\n")
-        files.append(str(path))
+    files = _two_workload_files(tmp_path)
     assert cli(["autoschedule", files[0] + ":3", files[1], "--shapes", "M=16:10,M=48:1", "--trials", "4",
                 "--db", str(tmp_path / "db.jsonl"), "--workers", "1", "--out", str(tmp_path / "winners")]) == 0
     shown = capsys.readouterr().out
