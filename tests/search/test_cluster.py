@@ -239,6 +239,22 @@ def test_an_actor_that_never_starts_is_left_out_and_none_starting_is_an_error(tm
         cluster.shutdown()
 
 
+def test_actors_that_all_died_and_gpus_the_cluster_lacks_are_named(two_nodes):
+    """Measuring actors whose processes all died before a search adds its bench, and GPU
+    actors asked of a cluster without a GPU: ClusterErrors that say so."""
+    from tcomp.search.cluster import ClusterActors
+
+    cluster = connect("auto")
+    with pytest.raises(ClusterError, match=rf"the cluster at {cluster.address} has no GPU to measure on"):
+        ClusterActors(cluster, on_gpus=True)
+    actors = cluster.actors(on_gpus=False)
+    for worker in actors.workers:
+        cluster.ray.kill(worker)
+    with pytest.raises(ClusterError, match=rf"every measuring actor of the cluster at {cluster.address} died"):
+        actors.measurer(_algorithm())
+    assert actors.workers == {}
+
+
 def test_a_node_with_another_tcomp_version_is_named(tmp_path):
     """Workers whose Python path finds another tcomp's metadata first (as a node with
     another tcomp installed would: their working folder holds it) stop the search before

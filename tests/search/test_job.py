@@ -92,6 +92,10 @@ def test_a_job_refuses_what_it_cannot_share(tmp_path):
         tune([JobWorkload("a", out), JobWorkload("a", out)], trials=4, db=tmp_path / "db.jsonl")
     with pytest.raises(tc.TcompError, match="called at least once"):
         tune([JobWorkload("a", out, 0)], trials=4, db=tmp_path / "db.jsonl")
+    with pytest.raises(tc.TcompError, match="a job needs at least one workload"):
+        tune([], trials=4, db=tmp_path / "db.jsonl")
+    with pytest.raises(tc.TcompError, match="share is 'savings' or 'equal', got 'fair'"):
+        tune([JobWorkload("a", out)], trials=4, db=tmp_path / "db.jsonl", share="fair")
 
 
 def _two_workload_files(folder) -> list:
