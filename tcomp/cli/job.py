@@ -71,13 +71,14 @@ def run_job(args, search_options: dict, write) -> int:
     if args.shape:
         raise TcompError("--shape takes one workload; a job searches each FILE at its algorithm()'s default shape, "
                          "or at each extent of --shapes")
-    axis, extents = parse_calls(args.shapes) if args.shapes else (None, {None: 1})
+    axis, calls_at = parse_calls(args.shapes) if args.shapes else (None, {})
+    extents = sorted(calls_at.items()) or [(None, 1)]  # NOTE: no --shapes: the default shape, once
     workloads, files = [], {}
     for text in args.file:
         path, calls = parse_job_file(text)
         stem = os.path.splitext(os.path.basename(path))[0]
         workload = load_workload(path)
-        for extent, extent_calls in sorted(extents.items(), key=lambda item: item[0] or 0):
+        for extent, extent_calls in extents:
             name = stem if axis is None else f"{stem}_{axis}{extent}"
             if name in files:
                 raise TcompError(f"two workloads of the job are named {name!r} ({files[name][0]} and {path})")

@@ -195,8 +195,14 @@ def resumable(out, db=None) -> bool:
     continue (one by this tcomp version)?"""
     from ..lang.canonical import workload_key
 
+    return bool(_job_records(TuningDatabase(db), workload_key(out)))
+
+
+def _job_records(database: TuningDatabase, key: str) -> list:
+    """The records of ``key`` in ``database`` that name their search, by this tcomp
+    version (what a resumed search continues)."""
     version = tcomp_version()
-    return any(r.job and r.tcomp_version == version for r in TuningDatabase(db).records(workload_key(out)))
+    return [r for r in database.records(key) if r.job and r.tcomp_version == version]
 
 
 def _job(database: TuningDatabase, key: str, resume: bool) -> tuple:
@@ -209,7 +215,7 @@ def _job(database: TuningDatabase, key: str, resume: bool) -> tuple:
         return f"{time.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}", {}
     from ..errors import TcompError
 
-    records = [r for r in database.records(key) if r.job and r.tcomp_version == tcomp_version()]
+    records = _job_records(database, key)
     if not records:
         raise TcompError(f"nothing to resume: the tuning database {database.path} holds no search of this workload "
                          f"by tcomp {tcomp_version()}; run the search without resuming")
@@ -386,12 +392,10 @@ def _first_validated(out, pool: _Pool, chosen: list, records: list, where: str, 
     if slow:
         best, _ = slow[0]
         wrong = len(records) - len(slow)
-        return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, records,
-                            validated=f"not validated: the CUDA simulator{where} ran past the {timeout:g} s limit "
-                                      f"on {len(slow)} of the best-predicted candidates"
-                                      + (f" ({wrong} others failed)" if wrong else "")
-                                      + "; check the schedule at a smaller shape, or on a GPU",
-                            description=best.point.describe())
+        return _unvalidated(out, best, f"not validated: the CUDA simulator{where} ran past the {timeout:g} s limit "
+                                       f"on {len(slow)} of the best-predicted candidates"
+                                       + (f" ({wrong} others failed)" if wrong else "")
+                                       + "; check the schedule at a smaller shape, or on a GPU", records)
     raise _no_legal(pool, records)
 
 
@@ -401,9 +405,9 @@ def _validated(out, screened: Screened, record: Record, records: list, where: st
                         validated=f"matches tc.evaluate {how}{where}", description=screened.point.describe())
 
 
-def _unvalidated(out, best: Screened, why: str) -> SearchResult:
-    return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, [], validated=why,
-                        description=best.point.describe())
+def _unvalidated(out, best: Screened, why: str, records: list = ()) -> SearchResult:
+    return SearchResult(_winner_schedule(out, best.source), best.source, best.predicted, None, list(records),
+                        validated=why, description=best.point.describe())
 
 
 def _too_big_for_the_simulator(out, best: Screened, timeout: float, simulated: bool) -> SearchResult | None:
@@ -525,7 +529,7 @@ class _MeasuredSearch:
             if not measured:
                 break
             budget -= measured
-        return self._select()
+        return self.select()
 
     def revalidate(self, trials: int) -> None:
         """Measure the best records of other tcomp versions again before they can win."""
@@ -557,10 +561,6 @@ class _MeasuredSearch:
         measured = self.measured[ranked[0]].measured
         scale = measured / best.predicted if best is not None and best.predicted else 1.0
         return max(0.0, measured - left[0].predicted * scale)
-
-    def select(self) -> SearchResult:
-        """Step 6: the finalists measured again, interleaved; the winner."""
-        return self._select()
 
     def _first_choices(self, n: int) -> list:
         """The ``n`` best-predicted candidates not measured yet: the rules' seeds first
@@ -604,7 +604,8 @@ class _MeasuredSearch:
         first = [s for s in fresh if s.point in siblings]
         return (first + [s for s in fresh if s.point not in siblings])[:n]
 
-    def _select(self) -> SearchResult:
+    def select(self) -> SearchResult:
+        """Step 6: the finalists measured again, interleaved; the winner."""
         ranked = [src for src in self._ranked_measured()
                   if self.measured[src].measured is not None][:FINALISTS]
         if not ranked:
