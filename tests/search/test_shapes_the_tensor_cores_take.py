@@ -117,9 +117,10 @@ def test_the_skinny_rule_streams_swiglus_stacked_product(M):
     assert steps.max() <= 1 and (steps > 0).mean() <= 0.02
 
 
-def test_the_skinny_rule_leaves_weights_stored_n_by_k_to_the_row_reductions():
+def test_the_skinny_rule_leaves_weights_stored_n_by_k_to_the_weight_rows_rule():
     """``W[j, k]`` (torch.nn.Linear's layout) puts k, not the columns, along a row of W: the
-    16-byte loads of a thread's columns that the skinny rule streams do not exist there."""
+    16-byte loads of a thread's columns that the skinny rule streams do not exist there
+    (``tests/search/test_weight_rows.py``: the rule that streams W's rows instead)."""
     assert "skinny_product" not in _rules(linear_bf16.algorithm(M=1, N=4096, K=12288))
 
 

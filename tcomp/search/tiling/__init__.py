@@ -9,6 +9,9 @@ The built-in ones, one family a module, in the order the space tries them:
   its k axis in slices on blocks of their own, then added;
 - :class:`SkinnyProduct` (:mod:`.skinny`): a product of at most 16 rows (a decode step),
   its weights streamed once into registers, k in slices added in a fixed order;
+- :class:`WeightRows` (:mod:`.weight_rows`): the same with the weights stored ``[N, K]``
+  (``torch.nn.Linear``'s layout): a warp on each output column's row of weights, the
+  threads' sums added in a tree of shuffles;
 - :class:`MmaTiling` (:mod:`.mma_sync`): a 16-bit product on ``mma.sync`` tensor cores;
 - :class:`WgmmaTiling` (:mod:`.wgmma`): a 16-bit product on Hopper's warpgroup instructions;
 - :class:`RowKernel` (:mod:`.rows`): a row operator (softmax, RMSNorm) in one kernel, a
@@ -38,12 +41,14 @@ from .skinny import SkinnyProduct, stream_rows
 from .split_k import SplitK
 from .split_rows import SplitRows, rows_over_blocks
 from .warp import WarpTiling
+from .weight_rows import WeightRows, stream_weight_rows
 from .wgmma import WgmmaTiling, wgmma_tiles
 
 BLOCK_TILING = register_rule(BlockTiling())
 WARP_TILING = register_rule(WarpTiling())
 SPLIT_K = register_rule(SplitK())
 SKINNY_PRODUCT = register_rule(SkinnyProduct())
+WEIGHT_ROWS = register_rule(WeightRows())
 MMA_TILING = register_rule(MmaTiling())
 WGMMA_TILING = register_rule(WgmmaTiling())
 ROW_KERNEL = register_rule(RowKernel())
@@ -54,6 +59,6 @@ FLAT_TILING = register_rule(FlatTiling())
 __all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_K", "MMA_M", "MMA_N", "MMA_PAD",
            "MMA_TILING", "MmaTiling", "ROW_KERNEL", "ROW_REDUCTION", "Rule", "RowKernel", "RowReduction",
            "SKINNY_PRODUCT", "SPLIT_K", "SPLIT_ROWS", "SkinnyProduct", "SplitK", "SplitRows", "TilingRule",
-           "WARP_TILING", "WGMMA_TILING", "WarpTiling", "WgmmaTiling", "matrix_product_operands", "mma_warp_tiles",
-           "register_rule", "registered_rules", "rows_in_blocks", "rows_over_blocks", "stream_rows", "unregister_rule",
-           "wgmma_tiles"]
+           "WARP_TILING", "WEIGHT_ROWS", "WGMMA_TILING", "WarpTiling", "WeightRows", "WgmmaTiling", "matrix_product_operands", "mma_warp_tiles",
+           "register_rule", "registered_rules", "rows_in_blocks", "rows_over_blocks", "stream_rows", "stream_weight_rows",
+           "unregister_rule", "wgmma_tiles"]

@@ -220,7 +220,7 @@ class SkinnyProduct(Rule):
         product, _, b = streamed_product(group)
         op = space.stages[product].op
         *stacked, M, N = op.output.shape
-        sizes = one_kernel_sizes(M, N, op.reduce_axis[0].extent, _lanes(op, b), space.target.sms)
+        sizes = one_kernel_sizes(M, N, op.reduce_axis[0].extent, streamed_lanes(op, b), space.target.sms)
         if sizes is None or (stacked and sizes["block_parts"] > 1):
             return []
         return [dict(parts=sizes["parts"], threads=sizes["parts"] * sizes["threads_x"], unroll=sizes["unroll"],
@@ -231,7 +231,7 @@ class SkinnyProduct(Rule):
         op = space.stages[product].op
         *stacked, M, N = op.output.shape
         K = op.reduce_axis[0].extent
-        vector = _lanes(op, b)
+        vector = streamed_lanes(op, b)
         block_parts = p.get("block_parts", 1)
         parts = p["parts"] * block_parts
         if group.staged or vector == 1 or K % (parts * p["unroll"]) or K // parts < 4 * p["unroll"]:
@@ -252,7 +252,7 @@ class SkinnyProduct(Rule):
 
     def apply(self, s, group, p):
         product, a, b = streamed_product(group)
-        out, vector = s[group.anchor].op.output, _lanes(s[product].op, b)
+        out, vector = s[group.anchor].op.output, streamed_lanes(s[product].op, b)
         if p["one_kernel"]:
             stream_rows_in_blocks(s, out, product, a, b, parts=p["parts"], threads_x=p["threads"] // p["parts"],
                                   vector=vector, unroll=p["unroll"], block_parts=p.get("block_parts", 1))
@@ -279,11 +279,12 @@ def streamed_product(group) -> tuple | None:
     return found
 
 
-def _lanes(op, name: str) -> int:
-    """Columns of the weights tensor ``name`` (read by ``op``) that one 16-byte load moves."""
+def streamed_lanes(op, name: str) -> int:
+    """Elements along the last axis of the weights tensor ``name`` (read by ``op``) that
+    one aligned 16-byte load moves."""
     (weights,) = (t for t in op.input_tensors() if t.name == name)
     return aligned_lanes(weights, 16 // itemsize(weights.dtype))
 
 
 __all__ = ["SKINNY_ROWS", "SkinnyProduct", "one_kernel_sizes", "stream_rows", "stream_rows_in_blocks",
-           "streamed_product"]
+           "streamed_lanes", "streamed_product"]

@@ -11,6 +11,7 @@ from ..kernels import Group
 from ..stages import matrix_product_operands
 from .mma_sync import MmaTiling
 from .skinny import SKINNY_ROWS, SkinnyProduct
+from .weight_rows import WeightRows
 
 #: the smallest output the tensor-core tilings take: one block of mma.sync warp tiles
 SMALLEST_BLOCK = (16, 32)
@@ -45,7 +46,7 @@ def _verdict(space, name: str) -> str:
                 f"one batch axis at most; {name} reads its operands otherwise")
     group = Group(name, (), space.stages)
     rules = [rule.name for rule in space.rules_for(group) if space.valid_params(rule, group)]
-    taken = [r for r in rules if r in ("mma_tiling", "wgmma_tiling", SkinnyProduct.name)]
+    taken = [r for r in rules if r in ("mma_tiling", "wgmma_tiling", SkinnyProduct.name, WeightRows.name)]
     M, N = info.shape[-2:]
     K = op.reduce_axis[0].extent
     if taken:
