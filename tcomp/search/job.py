@@ -9,7 +9,7 @@ the chapter's Example 5-9 weighs shapes by their calls:
 2. then, batch by batch, the workload whose next batch could save the request the most
    gets it: its ``calls`` times what a call could still save, the best measured time
    less the best prediction among its candidates not measured yet (the prediction
-   scaled by how far the model was off for its best measured one:
+   scaled by the least the model was off by for one measured:
    ``_MeasuredSearch.could_save``), computed again after every batch;
 3. each search selects its winner as it would alone.
 

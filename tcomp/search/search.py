@@ -550,16 +550,18 @@ class _MeasuredSearch:
 
     def could_save(self) -> float:
         """Seconds a call that more trials could still save: the best measured time less
-        the best prediction among the candidates not measured yet, scaled by how far the
-        model's prediction of the best measured one was off (0 when nothing is left or
-        nothing was measured)."""
+        the best prediction among the candidates not measured yet, scaled by the least
+        that the model was off by for a candidate measured (measured over predicted: where
+        the model ranked two alike and one measured faster, the candidates it ranks alike
+        with the best may too); 0 when nothing is left or nothing was measured."""
         ranked = self._ranked_measured()
         left = [s for s in self.pool.legal() if s.source not in self.measured]
         if not ranked or not left:
             return 0.0
-        best = self.pool.by_source.get(ranked[0])
         measured = self.measured[ranked[0]].measured
-        scale = measured / best.predicted if best is not None and best.predicted else 1.0
+        ratios = [self.measured[src].measured / self.pool.by_source[src].predicted for src in ranked
+                  if src in self.pool.by_source and self.pool.by_source[src].predicted]
+        scale = min(ratios) if ratios else 1.0
         return max(0.0, measured - left[0].predicted * scale)
 
     def _first_choices(self, n: int) -> list:

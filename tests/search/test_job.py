@@ -155,3 +155,24 @@ def test_the_cli_names_a_job_file_called_no_times_and_two_workloads_of_one_name(
     other.write_text((examples / "softmax.py").read_text())
     assert cli(["autoschedule", f"{examples}/softmax.py", str(other)]) != 0
     assert "two workloads of the job are named 'softmax'" in capsys.readouterr().err
+
+
+def test_what_a_workload_could_save_counts_candidates_the_model_ranks_alike():
+    """The model predicts A and C alike (a memory-bound floor, say) and B slower; A measured
+    1.5x its prediction and B on it. C, unmeasured, may run as B did against its
+    prediction: the workload could still save A's time less C's prediction. Scaled by the
+    best-measured A's error alone, C would be predicted at A's time: nothing to save."""
+    from tcomp.search.filters import Screened
+    from tcomp.search.measure import Measurement
+    from tcomp.search.search import _MeasuredSearch, _Pool
+
+    search = object.__new__(_MeasuredSearch)
+    search.pool = object.__new__(_Pool)
+    search.pool.by_source = {src: Screened(None, src, "ok", predicted)
+                             for src, predicted in (("A", 10e-6), ("B", 20e-6), ("C", 10e-6))}
+    search.measured = {"A": Measurement("A", "ok", 15e-6), "B": Measurement("B", "ok", 20e-6)}
+    assert search.could_save() == pytest.approx(5e-6)
+    search.measured["B"] = Measurement("B", "ok", 40e-6)  # B 2x off: A's error is the least
+    assert search.could_save() == pytest.approx(0.0)
+    search.measured["C"] = Measurement("C", "ok", 12e-6)
+    assert search.could_save() == 0.0  # nothing left to measure
