@@ -521,6 +521,7 @@ def measure(args, variants) -> int:
             return torch.full((M, N), float("nan"), device="cuda")
 
         t_cublas = time_cuda_batched(lambda: torch.matmul(a, w), calls=10, repeat=args.repeat)
+        print(f"  {M} x {N} x {K}: tcomp today: building and running", flush=True)
         example = ffn_bf16 if args.ffn else gemm_bf16
         Q = example.algorithm(M, N, K)
         s = tc.create_schedule(Q)
@@ -534,6 +535,7 @@ def measure(args, variants) -> int:
         tables = TensorMapTable("bfloat16", (M, K), BM, BK), TensorMapTable("bfloat16", (K, N), BK, 64)
         map_a, map_w = (table.device_pointer(x.data_ptr()) for table, x in zip(tables, (a, w)))
         for variant in variants:
+            print(f"  {variant}: building and running", flush=True)  # NOTE: names the variant that hangs, if one does
             try:
                 kernel = _kernel(kernel_source(variant, M, N, K, args.stages, ffn=args.ffn, group=args.group,
                                                store=not args.no_store))
