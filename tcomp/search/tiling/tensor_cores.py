@@ -10,8 +10,8 @@ from ...target.instructions import MATRIX_OPERAND_DTYPES
 from ..kernels import Group
 from ..stages import matrix_product_operands
 from .mma_sync import MmaTiling
-from .skinny import SKINNY_ROWS, SkinnyProduct
-from .weight_rows import WeightRows
+from .skinny import SKINNY_ROWS, SkinnyProduct, streamed_lanes
+from .weight_rows import MAX_ROW_LANES, WARP, WeightRows, weight_rows_product
 
 #: the smallest output the tensor-core tilings take: one block of mma.sync warp tiles
 SMALLEST_BLOCK = (16, 32)
@@ -53,12 +53,24 @@ def _verdict(space, name: str) -> str:
         return "offered to " + ", ".join(taken)
     # NOTE: a K under one instruction's k step (16) is no reason: the tilings pad it with zeros
     if M < SMALLEST_BLOCK[0] or N < SMALLEST_BLOCK[1]:
-        skinny = (f"; {SkinnyProduct.name} takes up to {SKINNY_ROWS} rows, N a multiple of 8 and K of at least 128"
-                  if M <= SKINNY_ROWS else "")
+        skinny = "; " + _decode_rules_take(group) if M <= SKINNY_ROWS else ""
         return (f"on the CUDA cores: the output ({M} x {N}) is under the smallest tensor-core block "
                 f"({SMALLEST_BLOCK[0]} x {SMALLEST_BLOCK[1]}){skinny}")
     return (f"on the CUDA cores: no {MmaTiling.name} or wgmma_tiling point fits the {space.target.name}'s limits at "
             f"{M} x {N} x {K}")
+
+
+def _decode_rules_take(group: Group) -> str:
+    """What the decode-step rule for the product's layout of W needs."""
+    found = weight_rows_product(group)
+    if found is None:
+        return f"{SkinnyProduct.name} takes up to {SKINNY_ROWS} rows, N a multiple of 8 and K of at least 128"
+    product, _, w = found
+    lanes = streamed_lanes(group.stages[product].op, w)
+    if lanes == 1:
+        return f"{WeightRows.name} (W stored [N, K]) reads W's rows in vectors: K must be even"
+    return (f"{WeightRows.name} (W stored [N, K]) takes up to {MAX_ROW_LANES // lanes} rows, {lanes} values of k "
+            f"a 16-byte load and K a multiple of {WARP * lanes} (a warp's load)")
 
 
 def _read_dtype(factor) -> str | None:
