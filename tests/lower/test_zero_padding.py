@@ -114,7 +114,8 @@ def test_the_tilings_name_the_shapes_they_need():
     """Blocks larger than the output are refused where they are asked for, naming the shape
     (a K of any length is not: it is padded)."""
     A, W, C = product_16_bit(16, 64, 1000)
-    with pytest.raises(tc.ScheduleError, match=r"the mma tiles need M >= BM = 32, N >= BN = 32 .* the shape is "
+    with pytest.raises(tc.ScheduleError, match=r"the mma tiles need M >= BM = 32 \(or 9 to 15 rows and BM = 16: the "
+                                               r"rows past M zero-filled\), N >= BN = 32 .* the shape is "
                                                r"16 x 64 x 1000"):
         mma_warp_tiles(tc.create_schedule(C), C, "C", "A", "W", **MMA)
     with pytest.raises(tc.ScheduleError, match=r"the wgmma tiles need .* M >= BM, N >= BN .* BM = 64, BN = 64, "

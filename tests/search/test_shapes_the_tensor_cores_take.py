@@ -59,6 +59,40 @@ def test_a_small_ragged_product_runs_on_mma_sync(rng):
     check_product(space.schedule(point), A, W, out, rng)
 
 
+@pytest.mark.parametrize("M, layout, stages", [(9, "nk", 3), (12, "kn", 0), (15, "nk", 0)])
+def test_fewer_rows_than_an_instruction_run_on_mma_sync(M, layout, stages, rng):
+    """9 to 15 rows in one row of 16-row blocks: A's tile zero-filled past M (a cp.async copy
+    of no bytes, or a zero stored), the rows past M never stored; with W as [N, K] the
+    decode rows that no streaming rule takes (``weight_rows`` stops at 8)."""
+    from tcomp.search.tiling import mma_warp_tiles
+    from workloads import product_16_bit
+
+    A, W, C = product_16_bit(M, 40, 40, layout)
+    s = tc.create_schedule(C)
+    mma_warp_tiles(s, C, "C", "A", "W", BM=16, BN=32, BK=16, WM=16, WN=16, stages=stages)
+    assert tc.check(s).legal
+    check_product(s, A, W, C, rng)
+
+
+def test_the_search_seeds_a_decode_step_of_twelve_rows_on_mma_sync():
+    out = linear_bf16.algorithm(M=12, N=12288, K=4096)
+    space = Space(out, target="h200")
+    seeds = [p.describe() for p in space.seed_points()]
+    assert any(d.startswith("Y: mma_tiling BK=128 BM=16 BN=96") for d in seeds), seeds
+    assert not any("mma_tiling" in p.describe() for p in Space(linear_bf16.algorithm(M=8, N=12288, K=4096),
+                                                                 target="h200").seed_points())
+
+
+@pytest.mark.parametrize("M", [1, 8])
+def test_eight_rows_or_fewer_are_refused_by_the_mma_tiles(M):
+    from tcomp.search.tiling import mma_warp_tiles
+    from workloads import product_16_bit
+
+    A, W, C = product_16_bit(M, 40, 40, "nk")
+    with pytest.raises(tc.ScheduleError, match=r"the mma tiles need M >= BM = 16 \(or 9 to 15 rows and BM = 16"):
+        mma_warp_tiles(tc.create_schedule(C), C, "C", "A", "W", BM=16, BN=32, BK=16, WM=16, WN=16)
+
+
 def test_a_cuda_core_rule_is_not_offered_a_layout_it_cannot_tile():
     """The CUDA-core tilings read b as [K, N]: W as [N, K] is the tensor-core rules' alone."""
     assert "block_tiling" not in _rules(linear_bf16.algorithm(M=256, N=256, K=256))
@@ -245,12 +279,14 @@ def test_stream_rows_names_the_shapes_it_needs():
     (gemm_bf16.algorithm, dict(M=64, N=64, K=8), "h200", r"^C: offered to mma_tiling, wgmma_tiling$"),
     (ffn_bf16.algorithm, dict(M=1, N=12288, K=4096), "h200", r"^C: offered to skinny_product$"),
     (ffn_bf16.algorithm, dict(M=1, N=60, K=64), "h200",
-     r"^C: on the CUDA cores: the output \(1 x 60\) is under the smallest tensor-core block \(16 x 32\); "
+     r"^C: on the CUDA cores: the output \(1 x 60\) is under the smallest tensor-core block \(9 x 32\); "
      r"skinny_product takes up to 16 rows, N a multiple of 8 and K of at least 128$"),
+    # ten rows: a 16-row block, its rows past M zero-filled (N = 60 is no multiple of 8 for the skinny rule)
+    (ffn_bf16.algorithm, dict(M=10, N=60, K=64), "h200", r"^C: offered to mma_tiling$"),
     (linear_bf16.algorithm, dict(M=128, N=128, K=96), "rtx_a6000", r"^Y: offered to mma_tiling$"),
     # the output is the reason, not a K under one k step (which the tilings pad with zeros)
     (gemm_bf16.algorithm, dict(M=8, N=64, K=8), "h200",
-     r"^C: on the CUDA cores: the output \(8 x 64\) is under the smallest tensor-core block \(16 x 32\); "
+     r"^C: on the CUDA cores: the output \(8 x 64\) is under the smallest tensor-core block \(9 x 32\); "
      r"skinny_product takes up to 16 rows, N a multiple of 8 and K of at least 128$"),
 ])
 def test_the_tensor_core_notes_say_which_rules_take_a_product(algorithm, shape, target, note):

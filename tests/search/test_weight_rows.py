@@ -36,15 +36,16 @@ def test_the_rule_is_offered_for_a_decode_steps_rows(M, offered):
     assert "skinny_product" not in rules  # its loads run along a row of W's columns, which [N, K] has not
 
 
-def test_the_explanation_names_the_rule_that_takes_the_product_or_what_it_needs():
-    def notes(M, K):
-        return tensor_core_notes(Space(linear_bf16.algorithm(M=M, N=4096, K=K), target="h200"))
+def test_the_explanation_names_the_rules_that_take_the_product_or_what_the_rule_needs():
+    def notes(M, N, K):
+        return tensor_core_notes(Space(linear_bf16.algorithm(M=M, N=N, K=K), target="h200"))
 
-    assert notes(1, 12288) == ["Y: offered to weight_rows"]
-    (note,) = notes(9, 12288)
+    assert notes(1, 4096, 12288) == ["Y: offered to weight_rows"]
+    assert notes(9, 4096, 12288) == ["Y: offered to mma_tiling"]  # a 16-row block, 7 rows zero-filled
+    (note,) = notes(9, 16, 12288)  # narrower than a tensor-core block, more rows than weight_rows takes
     assert note.endswith("weight_rows (W stored [N, K]) takes up to 8 rows, 8 values of k a 16-byte load and K a "
                          "multiple of 256 (a warp's load)"), note
-    (note,) = notes(1, 1001)
+    (note,) = notes(1, 16, 1001)
     assert note.endswith("weight_rows (W stored [N, K]) reads W's rows in vectors: K must be even"), note
 
 

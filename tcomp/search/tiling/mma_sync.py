@@ -46,10 +46,11 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
         raise ScheduleError(f"mma_warp_tiles tiles the last two axes of {out.name} and binds one axis ahead of "
                             f"them to blockIdx.z; {out.name} has {len(out.shape)} axes")
     K = s[product].op.reduce_axis[0].extent
-    if M < BM or N < BN or BK % MMA_K:
-        raise ScheduleError(f"the mma tiles need M >= BM = {BM}, N >= BN = {BN} (a last block that does not fit "
-                            f"is shifted inwards) and BK = {BK} a multiple of {MMA_K} (a k step past K is padded "
-                            f"with zeros); the shape is {M} x {N} x {K}")
+    if not rows_fit(M, BM) or N < BN or BK % MMA_K:
+        raise ScheduleError(f"the mma tiles need M >= BM = {BM} (or 9 to 15 rows and BM = {MMA_M}: the rows past M "
+                            f"zero-filled), N >= BN = {BN} (a last block that does not fit is shifted inwards) "
+                            f"and BK = {BK} a multiple of {MMA_K} (a k step past K is padded with zeros); the shape "
+                            f"is {M} x {N} x {K}")
     acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
     wi, ii = s[out].split(ii, WM)
     wj, jj = s[out].split(jj, WN)
@@ -95,9 +96,20 @@ def mma_warp_tiles(s, out, product, a, b, BM=128, BN=128, BK=32, WM=64, WN=32, v
 DECODE_BLOCK_WIDTHS = {96: 128, 64: 64}
 
 
+def rows_fit(M: int, BM: int) -> bool:
+    """Can blocks of ``BM`` rows tile ``M`` rows: ``M >= BM`` (a last block that does not fit
+    is shifted inwards), or 9 to 15 rows in one row of 16-row blocks, the tile of ``a``
+    zero-filled past M (``tcomp.lower.padding``) and the rows past M never stored: a decode
+    step whose weights stored [N, K] no streaming rule takes (``weight_rows`` stops at 8
+    rows). Not under 9: a warp's lanes hold 8 rows of the instruction's tile (lane / 4),
+    and a thread loop over fewer rows than that would leave the warp short of lanes."""
+    return M >= BM or (BM == MMA_M and M > MMA_M // 2)
+
+
 def decode_tiles(M: int, N: int, K: int, sms: int) -> dict | None:
-    """:func:`mma_warp_tiles`' sizes for 16 to 31 rows (a decode step), k whole (one kernel,
-    the epilogue on the accumulators): 16-row blocks of 16 x 16 warp tiles in 4-stage
+    """:func:`mma_warp_tiles`' sizes for 9 to 31 rows (a decode step; under 16, the blocks'
+    rows past M zero-filled: :func:`rows_fit`), k whole (one kernel, the epilogue on the
+    accumulators): 16-row blocks of 16 x 16 warp tiles in 4-stage
     rings, of the width (:data:`DECODE_BLOCK_WIDTHS`) whose blocks fill the waves of
     ``sms`` SMs best, among those that make at least 0.85 of a wave; None where none does
     (the caller cuts k into slices instead). At 12288 columns 96-wide blocks make one wave
@@ -105,7 +117,7 @@ def decode_tiles(M: int, N: int, K: int, sms: int) -> dict | None:
     last: 39.8 us against 40.7 us (H100, ``benchmarks/decode_rows.py``); at 8192 columns
     64-wide blocks make one wave. k steps of 128 for 96-wide blocks and 64 for 64-wide
     ones, shorter where K is (:func:`decode_k_step`)."""
-    if not 16 <= M < 32:
+    if M >= 32 or not rows_fit(M, 16):
         return None
 
     def blocks(width: int) -> int:
@@ -159,7 +171,7 @@ class MmaTiling(Rule):
         *_, M, N = space.stages[group.anchor].shape
         K = space.stages[product_stage(group, any_layout=True)[0]].op.reduce_axis[0].extent
         # NOTE: a K that BK does not divide, or under one k step, is padded with zeros (tcomp.lower.padding)
-        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or (K < p["BK"] and p["BK"] > MMA_K) or M < p["BM"] \
+        if p["BM"] % p["WM"] or p["BN"] % p["WN"] or (K < p["BK"] and p["BK"] > MMA_K) or not rows_fit(M, p["BM"]) \
                 or N < p["BN"]:
             return False
         threads = 32 * (p["BM"] // p["WM"]) * (p["BN"] // p["WN"])
@@ -181,4 +193,5 @@ class MmaTiling(Rule):
                        rows_fastest=p.get("rows_fastest", False))
 
 
-__all__ = ["DECODE_BLOCK_WIDTHS", "MMA_PAD", "MmaTiling", "decode_k_step", "decode_tiles", "mma_warp_tiles"]
+__all__ = ["DECODE_BLOCK_WIDTHS", "MMA_PAD", "MmaTiling", "decode_k_step", "decode_tiles", "mma_warp_tiles",
+           "rows_fit"]

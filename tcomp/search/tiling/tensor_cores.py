@@ -13,8 +13,9 @@ from .mma_sync import MmaTiling
 from .skinny import SKINNY_ROWS, SkinnyProduct, streamed_lanes
 from .weight_rows import MAX_ROW_LANES, WARP, WeightRows, weight_rows_product
 
-#: the smallest output the tensor-core tilings take: one block of mma.sync warp tiles
-SMALLEST_BLOCK = (16, 32)
+#: the smallest output the tensor-core tilings take: 9 rows (a 16-row block of mma.sync
+#: warp tiles, its rows past the output's zero-filled: ``mma_sync.rows_fit``) by 32 columns
+SMALLEST_BLOCK = (9, 32)
 
 
 def tensor_core_notes(space) -> list:
