@@ -3,10 +3,11 @@
 out), whose time is streaming W once: tcomp's weight-rows schedule
 (``tcomp.search.tiling.weight_rows.stream_weight_rows``: a warp on each output column's row
 of W in 16-byte loads, the threads' sums added in a tree of shuffles) in a few sizes, and
-the rule's seed, against cuBLAS (``torch.nn.functional.linear``, float32 out as the example
+the rule's seed; from 9 rows (where ``weight_rows`` stops) mma.sync in 16-row blocks
+(``tcomp.search.tiling.mma_sync.decode_tiles``, the rows past M zero-filled under 16), against cuBLAS (``torch.nn.functional.linear``, float32 out as the example
 writes) and a device copy of W, in one run.
 
-    python benchmarks/linear_rows.py [--cases 1x4096x12288,1x12288x4096,4x4096x12288,16x4096x12288]
+    python benchmarks/linear_rows.py [--cases 1x4096x12288,1x12288x4096,4x4096x12288,12x12288x4096,16x12288x4096]
 
 Each row gives the time per call measured two ways: batched CUDA events around 20 calls
 (the kernels' time) and a CUDA graph of one call replayed (tcomp ``mod.graph``; torch's
@@ -34,7 +35,7 @@ VARIANTS = [(32, 4, 4), (32, 4, 2), (32, 4, 8), (32, 8, 4), (32, 2, 4), (32, 1, 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--cases", default="1x4096x12288,1x12288x4096,4x4096x12288,16x4096x12288",
+    parser.add_argument("--cases", default="1x4096x12288,1x12288x4096,4x4096x12288,12x12288x4096,16x12288x4096",
                         help="MxNxK of each case, comma-separated")
     args = parser.parse_args(argv)
 
@@ -42,7 +43,8 @@ def main(argv=None) -> int:
 
     import linear_bf16
     import tcomp as tc
-    from tcomp.search.tiling import stream_weight_rows
+    from tcomp.search.tiling import mma_warp_tiles, stream_weight_rows
+    from tcomp.search.tiling.mma_sync import decode_tiles
 
     worst = 0.0
     for case in args.cases.split(","):
@@ -54,12 +56,19 @@ def main(argv=None) -> int:
         print(f"== {M} x {N} x {K}: W {K * N * 2 / 1e6:.1f} MB, its copy floor {floor * 1e6:.1f} us "
               f"({K * N * 2 / floor / 1e12:.2f} TB/s)", flush=True)
         rows = []
-        for threads, warps, unroll in VARIANTS:
-            label = f"weight_rows threads={threads} warps={warps} unroll={unroll}"
+        tiles = decode_tiles(M, N, K, torch.cuda.get_device_properties(0).multi_processor_count)
+        schedules = [(f"weight_rows threads={threads} warps={columns} unroll={loads}",
+                      lambda s, out, sizes=dict(threads=threads, warps=columns, unroll=loads):
+                      stream_weight_rows(s, out, "Y", "A", "W", **sizes))
+                     for threads, columns, loads in VARIANTS]
+        if tiles is not None:
+            schedules.append(("mma.sync decode tiles " + " ".join(f"{k}={v}" for k, v in tiles.items()),
+                              lambda s, out: mma_warp_tiles(s, out, "Y", "A", "W", **tiles)))
+        for label, apply in schedules:
             out = linear_bf16.algorithm(M=M, N=N, K=K)
             s = tc.create_schedule(out)
             try:
-                stream_weight_rows(s, out, "Y", "A", "W", threads=threads, warps=warps, unroll=unroll)
+                apply(s, out)
                 mod = tc.build(s)
             except tc.TcompError as e:
                 print(f"{label:48s} refused: {e}", flush=True)
