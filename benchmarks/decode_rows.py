@@ -26,7 +26,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import bf16_operands, time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
+from timing import bf16_operands, build_scheduled, time_cuda_batched  # noqa: E402  (benchmarks/timing.py)
 
 #: (parts, threads, unroll) of stream_rows measured for every case
 STREAM_VARIANTS = [(64, 256, 2), (128, 128, 2), (128, 256, 2), (64, 128, 8), (256, 128, 2), (32, 64, 8)]
@@ -85,7 +85,6 @@ def main(argv=None) -> int:
     import torch
 
     import ffn_bf16 as ffn
-    import tcomp as tc
     from tcomp.search.tiling.skinny import stream_rows, stream_rows_in_blocks
 
     def quantize(y):
@@ -137,13 +136,8 @@ def main(argv=None) -> int:
                                          if label.startswith(args.only)]
         rows = []
         for label, apply in schedules:
-            Q = ffn.algorithm(M, N, K)
-            s = tc.create_schedule(Q)
-            try:
-                apply(s, Q)
-                mod = tc.build(s)
-            except tc.TcompError as e:
-                print(f"{label:44s} refused: {e}", flush=True)
+            mod = build_scheduled(label, ffn.algorithm(M, N, K), apply, width=44)
+            if mod is None:
                 continue
             q = torch.full((M, N), -99, dtype=torch.int8, device="cuda")
             mod(a, w, q)

@@ -26,7 +26,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import bf16_operands, time_cuda_batched, time_cuda_replayed  # noqa: E402  (benchmarks/timing.py)
+from timing import bf16_operands, build_scheduled, time_cuda_batched, time_cuda_replayed  # noqa: E402  (benchmarks/timing.py)
 
 #: (threads, warps, unroll) of stream_weight_rows measured for every case
 VARIANTS = [(32, 4, 4), (32, 4, 2), (32, 4, 8), (32, 8, 4), (32, 2, 4), (32, 1, 4), (64, 2, 4), (64, 4, 2),
@@ -42,7 +42,6 @@ def main(argv=None) -> int:
     import torch
 
     import linear_bf16
-    import tcomp as tc
     from tcomp.search.tiling import mma_warp_tiles, stream_weight_rows
     from tcomp.search.tiling.mma_sync import decode_tiles
 
@@ -65,13 +64,8 @@ def main(argv=None) -> int:
             schedules.append(("mma.sync decode tiles " + " ".join(f"{k}={v}" for k, v in tiles.items()),
                               lambda s, out: mma_warp_tiles(s, out, "Y", "A", "W", **tiles)))
         for label, apply in schedules:
-            out = linear_bf16.algorithm(M=M, N=N, K=K)
-            s = tc.create_schedule(out)
-            try:
-                apply(s, out)
-                mod = tc.build(s)
-            except tc.TcompError as e:
-                print(f"{label:48s} refused: {e}", flush=True)
+            mod = build_scheduled(label, linear_bf16.algorithm(M=M, N=N, K=K), apply)
+            if mod is None:
                 continue
             y = torch.full((M, N), float("nan"), dtype=torch.float32, device="cuda")
             mod(a, w, y)

@@ -74,6 +74,20 @@ def time_cuda_replayed(fn, calls: int = 20, repeat: int = 10, warmup: int = 3) -
     return _median_per_call(graph.replay, calls, repeat)
 
 
+def build_scheduled(label: str, out, apply, width: int = 48):
+    """``tc.build`` of ``out`` scheduled by ``apply(s, out)``; None where tcomp refuses the
+    schedule, the refusal printed after ``label``."""
+    import tcomp as tc
+
+    s = tc.create_schedule(out)
+    try:
+        apply(s, out)
+        return tc.build(s)
+    except tc.TcompError as e:
+        print(f"{label:{width}s} refused: {e}", flush=True)
+        return None
+
+
 def sgemm_setup(n: int, repeat: int):
     """Fixed-seed fp32 ``n x n`` inputs on the GPU, their float64 product, and cuBLAS's
     time for them (TF32 off), printed: ``(a, b, ref, seconds)``."""
