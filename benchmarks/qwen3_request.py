@@ -46,6 +46,8 @@ def parse_args(argv=None):
     parser.add_argument("--intermediate", type=int, default=12288, help="F (default Qwen3-8B's 12288)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each stage; the median is reported")
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile provider")
+    parser.add_argument("--breakdown", action="store_true", help="also each provider's kernels at the prefill's rows "
+                                                                 "(torch.profiler: GPU time a call, by kernel)")
     args = parser.parse_args(argv)
     for name in ("layers", "prefill", "steps", "hidden", "intermediate", "repeat"):
         if getattr(args, name) < 1:
@@ -103,6 +105,22 @@ def tcomp_block(prefill: int, hidden: int, intermediate: int):
     if names != ["X", "gamma", "W", "W_down"]:
         raise SystemExit(f"the block's inputs are {names}; this benchmark passes X, gamma, W, W_down")
     return tcomp.torch.bucketed_op(modules, f"qwen3::ffn_request_{prefill}x{hidden}x{intermediate}")
+
+
+def kernel_breakdown(block, args: tuple, calls: int = 5) -> list:
+    """``[(kernel name, microseconds a call)]`` of ``block(*args)``'s GPU kernels, the
+    longest first, from ``torch.profiler`` over ``calls`` calls after a warm-up."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    block(*args)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            block(*args)
+        torch.cuda.synchronize()
+    rows = [(e.key, e.device_time_total / calls) for e in prof.key_averages() if e.device_time_total > 0]
+    return sorted(rows, key=lambda row: -row[1])
 
 
 def layer_weights(layers: int, hidden: int, intermediate: int):
@@ -163,6 +181,12 @@ def main(argv=None) -> int:
         many = time_cuda(lambda: block(prompt, *weights[0]), 10)
         print(f"  {name:14s} 1 row (graph replay) {one * 1e6:8.1f} us   {args.prefill} rows {many * 1e3:8.3f} ms",
               flush=True)
+
+    if args.breakdown:
+        print(f"\neach provider's kernels at {args.prefill} rows (torch.profiler, us a call):")
+        for name, block in providers.items():
+            for kernel, us in kernel_breakdown(block, (prompt, *weights[0])):
+                print(f"  {name:14s} {us:9.1f}  {kernel[:90]}", flush=True)
 
     stages = {}
     for name, block in providers.items():
