@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from timing import bf16_operands, build_scheduled, time_cuda_batched, time_cuda_replayed  # noqa: E402  (benchmarks/timing.py)
 
-#: (threads, warps, unroll) of stream_weight_rows measured for every case
+#: (threads, columns, unroll) of stream_weight_rows measured for every case
 VARIANTS = [(32, 4, 4), (32, 4, 2), (32, 4, 8), (32, 8, 4), (32, 2, 4), (32, 1, 4), (64, 2, 4), (64, 4, 2),
             (128, 1, 4), (128, 2, 2), (256, 1, 2)]
 
@@ -56,8 +56,8 @@ def main(argv=None) -> int:
               f"({K * N * 2 / floor / 1e12:.2f} TB/s)", flush=True)
         rows = []
         tiles = decode_tiles(M, N, K, torch.cuda.get_device_properties(0).multi_processor_count)
-        schedules = [(f"weight_rows threads={threads} warps={columns} unroll={loads}",
-                      lambda s, out, sizes=dict(threads=threads, warps=columns, unroll=loads):
+        schedules = [(f"weight_rows threads={threads} columns={columns} unroll={loads}",
+                      lambda s, out, sizes=dict(threads=threads, columns=columns, unroll=loads):
                       stream_weight_rows(s, out, "Y", "A", "W", **sizes))
                      for threads, columns, loads in VARIANTS]
         if tiles is not None:

@@ -28,15 +28,15 @@ LONG_EXAMPLES = 20
 
 def _draw_and_check(data) -> None:
     threads = data.draw(st.sampled_from([8, 16, 32, 64]), label="threads a column")
-    warps = data.draw(st.integers(1, 3), label="columns a block") * max(1, 32 // threads)
+    columns = data.draw(st.integers(1, 3), label="columns a block") * max(1, 32 // threads)
     vector = data.draw(st.sampled_from([2, 4, 8]), label="vector")
     unroll = data.draw(st.sampled_from([1, 2]), label="unroll")
     M = data.draw(st.integers(1, 5), label="M")
-    N = warps * data.draw(st.integers(1, 3), label="column blocks")
+    N = columns * data.draw(st.integers(1, 3), label="column blocks")
     K = threads * vector * unroll * data.draw(st.integers(1, 2), label="k steps")
     A, W, C = product_16_bit(M, N, K, "nk")
     s = tc.create_schedule(C)
-    stream_weight_rows(s, C, "C", "A", "W", threads=threads, warps=warps, vector=vector, unroll=unroll)
+    stream_weight_rows(s, C, "C", "A", "W", threads=threads, columns=columns, vector=vector, unroll=unroll)
     assert tc.check(s).legal
     check_product(s, A, W, C, np.random.default_rng(M * 10007 + N * 101 + K))
 

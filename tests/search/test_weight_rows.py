@@ -52,17 +52,17 @@ def test_the_explanation_names_the_rules_that_take_the_product_or_what_the_rule_
 def test_the_seed_is_four_warps_a_column_where_k_allows():
     space = Space(linear_bf16.algorithm(M=1, N=4096, K=12288), target="h200")
     seeds = [p.describe() for p in space.seed_points()]
-    assert "Y: weight_rows threads=128 unroll=4 warps=1" in seeds
+    assert "Y: weight_rows columns=1 threads=128 unroll=4" in seeds
     # k = 3 x 256: of the seed's sizes, only a warp a column and one load at a time divide it
     space = Space(linear_bf16.algorithm(M=1, N=64, K=768), target="h200")
     assert [p.describe() for p in space.seed_points() if "weight_rows" in p.describe()] == \
-        ["Y: weight_rows threads=32 unroll=1 warps=4"]
+        ["Y: weight_rows columns=4 threads=32 unroll=1"]
 
 
 @pytest.mark.parametrize("M, sizes", [
-    (1, dict(threads=32, warps=4, unroll=2)),   # a warp a column, four columns a block
-    (3, dict(threads=64, warps=2, unroll=1)),   # two warps a column: their totals through shared memory
-    (2, dict(threads=128, warps=1, unroll=1)),  # the seed's shape
+    (1, dict(threads=32, columns=4, unroll=2)),   # a warp a column, four columns a block
+    (3, dict(threads=64, columns=2, unroll=1)),   # two warps a column: their totals through shared memory
+    (2, dict(threads=128, columns=1, unroll=1)),  # the seed's shape
 ])
 def test_streamed_weight_rows_match_float64(M, sizes, rng):
     out = linear_bf16.algorithm(M=M, N=8, K=1024)
@@ -86,7 +86,7 @@ def test_a_stage_after_the_product_runs_on_the_whole_sum(rng):
                    name="Y")
     Z = tc.compute((M, N), lambda i, j: tc.cast(tc.silu(Y[i, j]), "bfloat16"), name="Z")
     s = tc.create_schedule(Z)
-    stream_weight_rows(s, Z, "Y", "A", "W", threads=32, warps=2, unroll=2)
+    stream_weight_rows(s, Z, "Y", "A", "W", threads=32, columns=2, unroll=2)
     assert tc.check(s).legal and len(tc.lower(s).kernels) == 1
     a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
     w = (rng.standard_normal((N, K)) / np.sqrt(K)).astype(ml_dtypes.bfloat16)
@@ -118,7 +118,7 @@ def test_stream_weight_rows_names_the_shapes_it_needs():
     assert "at most 16 rows of a 2-D product; Y is 17 x 8" in refused(17, 8, 1024)
     assert "reads k (1000) in steps of 32 threads x 8 values x 1 loads" in refused(1, 8, 1000, threads=32, unroll=1)
     assert "threads must be a power of two up to 32 or a multiple of 32, got 48" in refused(1, 8, 1536, threads=48)
-    assert "N = 10 is not a multiple of it" in refused(1, 10, 1024, threads=32, warps=4, unroll=1)
+    assert "N = 10 is not a multiple of it" in refused(1, 10, 1024, threads=32, columns=4, unroll=1)
 
 
 _LOADS = """

@@ -3,7 +3,7 @@
 :func:`stream_weight_rows` and the rule :class:`WeightRows` that offers it to the search.
 
 Both operands run along k in memory, so each output column is a dot product of a row of
-``w`` with each row of ``a``. A block takes ``warps`` columns, one on each
+``w`` with each row of ``a``. A block takes ``columns`` columns, one on each
 ``threadIdx.y``; the ``threads`` threads of a column read its row of ``w`` in 16-byte
 vectors, consecutive threads on consecutive vectors (a warp reads 512 contiguous bytes a
 load), ``unroll`` vectors in flight, and multiply each by the same k of every row of ``a``
@@ -25,26 +25,26 @@ WARP = 32
 #: a thread's accumulators (rows x lanes of a vector) beyond which the rule is not offered:
 #: 16 rows of bf16 took 242 registers and ran at 0.30 of W's copy floor (8 rows, 128)
 MAX_ROW_LANES = 64
-#: (threads, warps, unroll) the rule's seed tries in turn (:meth:`WeightRows.seeds`)
+#: (threads, columns, unroll) the rule's seed tries in turn (:meth:`WeightRows.seeds`)
 SEED_SIZES = [(128, 1, 4), (128, 1, 2), (64, 1, 4), (64, 1, 2), (32, 4, 4), (32, 4, 2), (32, 4, 1)]
 
 
-def stream_weight_rows(s, out, product: str, a: str, w: str, threads: int = 128, warps: int = 1, vector: int = 8,
-                       unroll: int = 4) -> None:
+def stream_weight_rows(s, out, product: str, a: str, w: str, threads: int = 128, columns: int = 1,
+                       vector: int = 8, unroll: int = 4) -> None:
     """``product`` (``C[i, j] = sum_k a[i, k] * w[j, k]``, at most 16 rows) with ``out``
     (the product or an elementwise stage after it, the stages between inlined by the
     caller) as :mod:`the module docstring <tcomp.search.tiling.weight_rows>` says:
-    ``warps`` columns a block, ``threads`` threads a column reading ``vector`` values of
+    ``columns`` columns a block, ``threads`` threads a column reading ``vector`` values of
     k a load, ``unroll`` loads in flight (by default the rule's seed,
     :meth:`WeightRows.seeds`)."""
-    _check_shape(s, product, threads, warps, vector, unroll)
+    _check_shape(s, product, threads, columns, vector, unroll)
     lanes = s.rfactor(product, threads * vector, interleaved=True)
     slices = s.rfactor(product, threads)
     total = s.cache_write(product, "local") if out.name == product else s[product].op.output
     consumer = s[out]
     i, j = consumer.axis
     consumer.reorder(j, i)
-    block, column = consumer.split(j, warps)
+    block, column = consumer.split(j, columns)
     consumer.bind(block, "blockIdx.x")
     consumer.bind(column, "threadIdx.y")
     consumer.bind(i, "threadIdx.x")  # thread i writes row i of its column
@@ -83,7 +83,7 @@ def _slices_on_threads(s, slices, lanes, consumer, column, w: str, unroll: int) 
     s[weights].vectorize(s[weights].axis[-1])
 
 
-def _check_shape(s, product: str, threads: int, warps: int, vector: int, unroll: int) -> None:
+def _check_shape(s, product: str, threads: int, columns: int, vector: int, unroll: int) -> None:
     shape = s[product].op.output.shape
     K = s[product].op.reduce_axis[0].extent
     if len(shape) != 2 or shape[0] > SKINNY_ROWS:
@@ -95,15 +95,15 @@ def _check_shape(s, product: str, threads: int, warps: int, vector: int, unroll:
     if K % (threads * vector * unroll):
         raise ScheduleError(f"stream_weight_rows reads k ({K}) in steps of {threads} threads x {vector} values x "
                             f"{unroll} loads; that must divide it")
-    if shape[1] % warps:
-        raise ScheduleError(f"stream_weight_rows puts {warps} columns in a block; N = {shape[1]} is not a "
+    if shape[1] % columns:
+        raise ScheduleError(f"stream_weight_rows puts {columns} columns in a block; N = {shape[1]} is not a "
                             f"multiple of it")
 
 
 class WeightRows(Rule):
     """A matrix product of at most 16 rows whose weights are stored ``[N, K]``, and the
     elementwise stages after it (:func:`stream_weight_rows`): ``threads`` threads on each
-    output column's row of weights, ``warps`` columns a block, ``unroll`` 16-byte loads in
+    output column's row of weights, ``columns`` columns a block, ``unroll`` 16-byte loads in
     flight a thread. A reassociation (the lanes, the slices, the tree), which ``tc.check``
     reports."""
 
@@ -114,7 +114,7 @@ class WeightRows(Rule):
         return found is not None and space.stages[found[0]].shape[0] <= SKINNY_ROWS
 
     def choices(self, group, space):
-        return {"threads": [32, 64, 128, 256], "warps": [1, 2, 4, 8], "unroll": [1, 2, 4, 8]}
+        return {"threads": [32, 64, 128, 256], "columns": [1, 2, 4, 8], "unroll": [1, 2, 4, 8]}
 
     def seeds(self, group, space):
         """Four warps on each column's row of weights, a column a block, four loads in
@@ -123,8 +123,8 @@ class WeightRows(Rule):
         the floor; H100, ``benchmarks/linear_rows.py``, 2026-12-07). A warp a column went
         at 0.83 to 0.91: a column's row is then read by fewer, longer-lived threads. Where
         k's length does not allow that size, the nearest that it does."""
-        for threads, warps, unroll in SEED_SIZES:
-            seed = dict(threads=threads, warps=warps, unroll=unroll)
+        for threads, columns, unroll in SEED_SIZES:
+            seed = dict(threads=threads, columns=columns, unroll=unroll)
             if self.valid(group, space, seed):
                 return [seed]
         return []
@@ -136,13 +136,13 @@ class WeightRows(Rule):
         K = op.reduce_axis[0].extent
         vector = streamed_lanes(op, w)
         return (not group.staged and vector > 1 and K % (p["threads"] * vector * p["unroll"]) == 0
-                and N % p["warps"] == 0 and p["threads"] * p["warps"] <= space.target.max_threads_per_block
+                and N % p["columns"] == 0 and p["threads"] * p["columns"] <= space.target.max_threads_per_block
                 and M * vector <= MAX_ROW_LANES)
 
     def apply(self, s, group, p):
         product, a, w = weight_rows_product(group)
         out = s[group.anchor].op.output
-        stream_weight_rows(s, out, product, a, w, threads=p["threads"], warps=p["warps"],
+        stream_weight_rows(s, out, product, a, w, threads=p["threads"], columns=p["columns"],
                            vector=streamed_lanes(s[product].op, w), unroll=p["unroll"])
 
 
