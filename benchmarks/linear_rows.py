@@ -4,8 +4,9 @@ out), whose time is streaming W once: tcomp's weight-rows schedule
 (``tcomp.search.tiling.weight_rows.stream_weight_rows``: a warp on each output column's row
 of W in 16-byte loads, the threads' sums added in a tree of shuffles) in a few sizes, and
 the rule's seed; from 9 rows (where ``weight_rows`` stops) mma.sync in 16-row blocks
-(``tcomp.search.tiling.mma_sync.decode_tiles``, the rows past M zero-filled under 16), against cuBLAS (``torch.nn.functional.linear``, float32 out as the example
-writes) and a device copy of W, in one run.
+(``tcomp.search.tiling.mma_sync.decode_tiles``, the rows past M zero-filled under 16);
+against cuBLAS (``torch.nn.functional.linear``, float32 out as the example writes) and a
+device copy of W, in one run.
 
     python benchmarks/linear_rows.py [--cases 1x4096x12288,1x12288x4096,4x4096x12288,12x12288x4096,16x12288x4096]
 
@@ -26,7 +27,8 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import bf16_operands, build_scheduled, time_cuda_batched, time_cuda_replayed  # noqa: E402  (benchmarks/timing.py)
+from timing import (bf16_operands, build_scheduled, time_cuda_batched,  # noqa: E402  (benchmarks/timing.py)
+                    time_cuda_replayed)
 
 #: (threads, columns, unroll) of stream_weight_rows measured for every case
 VARIANTS = [(32, 4, 4), (32, 4, 2), (32, 4, 8), (32, 8, 4), (32, 2, 4), (32, 1, 4), (64, 2, 4), (64, 4, 2),

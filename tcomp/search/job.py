@@ -6,8 +6,9 @@ the chapter's Example 5-9 weighs shapes by their calls:
 
 1. each workload first measures its first choices (the rules' seeds and the best
    predicted of each partition): an equal share of half the trials, at least one;
-2. then, batch by batch, the workload whose next batch could save the request the most
-   gets it: its ``calls`` times what a call could still save, the best measured time
+2. then, batch by batch (a batch no larger than the trials left over twice the
+   workloads, so that the share decides often: ``_batch``), the workload whose next batch
+   could save the request the most gets it: its ``calls`` times what a call could still save, the best measured time
    less the best prediction among its candidates not measured yet (the prediction
    scaled by the least the model was off by for one measured:
    ``_MeasuredSearch.could_save``), computed again after every batch;
@@ -106,11 +107,12 @@ def tune(workloads: list, trials: int, *, progress_for=None, share: str = "savin
                 order.append((w.name, measured, {}))
         calls = {w.name: w.calls for w in workloads}
         exhausted: set = set()
+        left = budget  # NOTE: the trials after the first choices, cut into batches by _batch
         while budget > 0 and len(exhausted) < len(running):
             worth = {n: calls[n] * search.could_save() for n, (_, search) in running.items() if n not in exhausted}
             name = _next(worth, counts, share)
             rng, search = running[name]
-            measured = search.step(rng, min(budget, search.BATCH * search.measurer.parallel))
+            measured = search.step(rng, min(budget, _batch(search, left, 2 * len(running))))
             if not measured:
                 exhausted.add(name)
                 continue
@@ -132,6 +134,15 @@ def _shared_actors(address: str, stack: ExitStack):
     actors = cluster.actors(on_gpus=cluster.gpus() > 0)
     stack.callback(actors.close)
     return actors
+
+
+def _batch(search, left: int, decisions: int) -> int:
+    """The candidates of the next batch: a search's own batch (``BATCH`` a measuring GPU),
+    but no more than the trials ``left`` over ``decisions`` batches, at least one a GPU.
+    Twenty trials left for ten workloads are ten batches of two, not two of eight: the
+    share then decides ten times where the trials go, not twice."""
+    parallel = search.measurer.parallel
+    return max(parallel, min(search.BATCH * parallel, -(-left // decisions)))
 
 
 def _next(worth: dict, counts: dict, share: str) -> str:

@@ -42,6 +42,15 @@ def test_the_trials_go_where_the_calls_make_them_worth_most(fake_gpu, tmp_path, 
     assert [name for name, _, _ in job.order[:2]] == ["a", "b"] and job.order[0][1] == 3  # 12 // (2 x 2)
 
 
+def test_the_trials_left_are_cut_into_batches_the_share_can_place(fake_gpu, tmp_path):  # noqa: F811
+    """A search's batch is 8 candidates a GPU; a job of 12 trials for two workloads measures
+    3 each first, then cuts the 6 left into batches of 2 (6 over twice the workloads, rounded
+    up), each placed by the share, not into one batch of 6."""
+    job = tune(_workloads(1000, 1), trials=12, db=tmp_path / "db.jsonl", workers=1, seed=1)
+    assert [measured for _, measured, _ in job.order] == [3, 3, 2, 2, 2]
+    assert sum(job.trials.values()) == 12
+
+
 def test_an_equal_share_gives_each_workload_the_same_trials(fake_gpu, tmp_path, monkeypatch):  # noqa: F811
     import tcomp.search.search as search
 

@@ -59,6 +59,6 @@ FLAT_TILING = register_rule(FlatTiling())
 __all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_K", "MMA_M", "MMA_N", "MMA_PAD",
            "MMA_TILING", "MmaTiling", "ROW_KERNEL", "ROW_REDUCTION", "Rule", "RowKernel", "RowReduction",
            "SKINNY_PRODUCT", "SPLIT_K", "SPLIT_ROWS", "SkinnyProduct", "SplitK", "SplitRows", "TilingRule",
-           "WARP_TILING", "WEIGHT_ROWS", "WGMMA_TILING", "WarpTiling", "WeightRows", "WgmmaTiling", "matrix_product_operands", "mma_warp_tiles",
-           "register_rule", "registered_rules", "rows_in_blocks", "rows_over_blocks", "stream_rows", "stream_weight_rows",
-           "unregister_rule", "wgmma_tiles"]
+           "WARP_TILING", "WEIGHT_ROWS", "WGMMA_TILING", "WarpTiling", "WeightRows", "WgmmaTiling",
+           "matrix_product_operands", "mma_warp_tiles", "register_rule", "registered_rules", "rows_in_blocks",
+           "rows_over_blocks", "stream_rows", "stream_weight_rows", "unregister_rule", "wgmma_tiles"]
