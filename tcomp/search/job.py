@@ -7,11 +7,11 @@ the chapter's Example 5-9 weighs shapes by their calls:
 1. each workload first measures its first choices (the rules' seeds and the best
    predicted of each partition): an equal share of half the trials, at least one;
 2. then, batch by batch (a batch no larger than the trials left over twice the
-   workloads, so that the share decides often: ``_batch``), the workload whose next batch
-   could save the request the most gets it: its ``calls`` times what a call could still save, the best measured time
-   less the best prediction among its candidates not measured yet (the prediction
-   scaled by the least the model was off by for one measured:
-   ``_MeasuredSearch.could_save``), computed again after every batch;
+   workloads, so that the share decides often: ``_batch``), the workload whose next
+   batch could save the request the most gets it: its ``calls`` times what a call could
+   still save, the best measured time less the best prediction among its candidates not
+   measured yet (the prediction scaled by the least the model was off by for one
+   measured: ``_MeasuredSearch.could_save``), computed again after every batch;
 3. each search selects its winner as it would alone.
 
 Where nothing can be measured (no GPU, ``model_only``), each workload is searched on its

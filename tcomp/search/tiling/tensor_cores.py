@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from ...ir.expr import Binary, Cast
 from ...lang.tensor import Reduce, TensorRead
+from ...lower.thread_reduction import WARP
 from ...target.instructions import MATRIX_OPERAND_DTYPES
 from ..kernels import Group
 from ..stages import matrix_product_operands
 from .mma_sync import MmaTiling
 from .skinny import SKINNY_ROWS, SkinnyProduct, streamed_lanes
-from .weight_rows import MAX_ROW_LANES, WARP, WeightRows, weight_rows_product
+from .weight_rows import MAX_ROW_LANES, WeightRows, weight_rows_product
 
 #: the smallest output the tensor-core tilings take: 9 rows (a 16-row block of mma.sync
 #: warp tiles, its rows past the output's zero-filled: ``mma_sync.rows_fit``) by 32 columns

@@ -16,12 +16,12 @@ of ``w`` is read once, and no partial sum leaves the block."""
 from __future__ import annotations
 
 from ...errors import ScheduleError
+from ...lower.thread_reduction import WARP
 from ..stages import factor_indices
 from .base import Rule
 from .products import product_stage
 from .skinny import SKINNY_ROWS, streamed_lanes
 
-WARP = 32
 #: a thread's accumulators (rows x lanes of a vector) beyond which the rule is not offered:
 #: 16 rows of bf16 took 242 registers and ran at 0.30 of W's copy floor (8 rows, 128)
 MAX_ROW_LANES = 64
