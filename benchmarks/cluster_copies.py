@@ -37,9 +37,13 @@ def cluster_rank(typingctx):
 
 @intrinsic
 def cluster_sync(typingctx):
-    """Every thread of every block of the cluster meets here (release, then acquire)."""
+    """Every thread of every block of the cluster meets here (release, then acquire).
+
+    Not the ``.aligned`` form: the kernel's end is reached by a warp whose first lane ran
+    the producer's loop while the others went ahead, and an aligned cluster barrier in a
+    divergent warp is undefined (the probe hung there)."""
     def codegen(context, builder, signature, args):
-        _asm(builder, _VOID, [], "barrier.cluster.arrive.release.aligned; barrier.cluster.wait.acquire.aligned;",
+        _asm(builder, _VOID, [], "barrier.cluster.arrive.release; barrier.cluster.wait.acquire;",
              "~{memory}", side_effect=True)
         return context.get_dummy_value()
 

@@ -34,7 +34,7 @@ import sys
 sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after examples/: names clash
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
-from timing import time_cuda, time_cuda_replayed  # noqa: E402  (benchmarks/timing.py)
+from timing import tile_overrides, time_cuda, time_cuda_replayed  # noqa: E402  (benchmarks/timing.py)
 
 
 def parse_args(argv=None):
@@ -48,13 +48,30 @@ def parse_args(argv=None):
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile provider")
     parser.add_argument("--breakdown", action="store_true", help="also each provider's kernels at the prefill's rows "
                                                                  "(torch.profiler: GPU time a call, by kernel)")
+    parser.add_argument("--variant", action="append", default=[], metavar="PRODUCT:KEY=VALUE,...;...",
+                        help="also time the block at the prefill's rows with these tiling arguments of its products "
+                             "(gate_up, down), e.g. 'down:copy=tma,specialized=1;gate_up:group_rows=19' (repeatable)")
     args = parser.parse_args(argv)
+    args.variants = [product_overrides(text, parser) for text in args.variant]
     for name in ("layers", "prefill", "steps", "hidden", "intermediate", "repeat"):
         if getattr(args, name) < 1:
             parser.error(f"--{name} must be at least 1")
     if args.prefill < 16:
         parser.error("--prefill takes 16 rows or more (fewer rows are a decode step's schedule)")
     return args
+
+
+def product_overrides(text: str, parser) -> dict:
+    """``"down:copy=tma;gate_up:group_rows=19"`` -> ``{"down": {"copy": "tma"}, "gate_up":
+    {"group_rows": 19}}`` (``timing.tile_overrides`` for each product's items)."""
+    products = {}
+    for part in filter(None, text.split(";")):
+        product, sep, items = part.partition(":")
+        if not sep or product.strip() not in ("gate_up", "down"):
+            parser.error(f"--variant takes PRODUCT:KEY=VALUE,... parts (PRODUCT gate_up or down) separated by ';'; "
+                         f"got {part!r}")
+        products[product.strip()] = tile_overrides(items)
+    return products
 
 
 def eager_block(x, gamma, w, w_down):
@@ -85,8 +102,9 @@ def reference_block(x, gamma, w, w_down):
     return bf16(xd + bf16(z @ w_down.double()))
 
 
-def tcomp_block(prefill: int, hidden: int, intermediate: int):
-    """One operator over tcomp's builds of the block at one row and at ``prefill`` rows."""
+def tcomp_block(prefill: int, hidden: int, intermediate: int, overrides: dict | None = None, label: str = ""):
+    """One operator over tcomp's builds of the block at one row and at ``prefill`` rows
+    (``overrides``: ``qwen3_ffn.schedule``'s ``gate_up`` and ``down`` at ``prefill`` rows)."""
     import time
 
     import qwen3_ffn
@@ -98,13 +116,14 @@ def tcomp_block(prefill: int, hidden: int, intermediate: int):
         start = time.time()
         out = qwen3_ffn.algorithm(rows, hidden, intermediate)
         s = tc.create_schedule(out)
-        qwen3_ffn.schedule(s, out)
+        qwen3_ffn.schedule(s, out, **((overrides or {}) if rows == prefill else {}))
         modules[rows] = tc.build(s)
-        print(f"tcomp: built the block at {rows} rows in {time.time() - start:.1f} s", flush=True)
+        print(f"tcomp{label}: built the block at {rows} rows in {time.time() - start:.1f} s", flush=True)
     names = [b.name for b in modules[1].program.inputs]
     if names != ["X", "gamma", "W", "W_down"]:
         raise SystemExit(f"the block's inputs are {names}; this benchmark passes X, gamma, W, W_down")
-    return tcomp.torch.bucketed_op(modules, f"qwen3::ffn_request_{prefill}x{hidden}x{intermediate}")
+    suffix = f"_v{abs(hash(label)) % 10 ** 8}" if label else ""
+    return tcomp.torch.bucketed_op(modules, f"qwen3::ffn_request_{prefill}x{hidden}x{intermediate}{suffix}")
 
 
 def kernel_breakdown(block, args: tuple, calls: int = 5) -> list:
@@ -148,6 +167,8 @@ def main(argv=None) -> int:
     if not args.no_compile:
         providers["torch.compile"] = torch.compile(eager_block, dynamic=False)
     providers["tcomp"] = tcomp_block(args.prefill, args.hidden, args.intermediate)
+    variants = {f"tcomp {text}": tcomp_block(args.prefill, args.hidden, args.intermediate, overrides, f" {text}")
+                for text, overrides in zip(args.variant, args.variants)}
 
     weights = layer_weights(args.layers, args.hidden, args.intermediate)
     gen = torch.Generator(device="cuda").manual_seed(1)
@@ -181,6 +202,18 @@ def main(argv=None) -> int:
         many = time_cuda(lambda: block(prompt, *weights[0]), 10)
         print(f"  {name:14s} 1 row (graph replay) {one * 1e6:8.1f} us   {args.prefill} rows {many * 1e3:8.3f} ms",
               flush=True)
+
+    for name, block in variants.items():
+        want = reference_block(prompt, *weights[0])
+        got = block(prompt, *weights[0]).double()
+        error = (got - want).abs().max().item() / want.abs().max().item() if torch.isfinite(got).all() else float("inf")
+        worst[name] = error
+        del want, got
+        many = time_cuda(lambda: block(prompt, *weights[0]), 10)
+        print(f"  {name}: {args.prefill} rows {many * 1e3:8.3f} ms (error {error:.2e})", flush=True)
+        if args.breakdown:
+            for kernel, us in kernel_breakdown(block, (prompt, *weights[0])):
+                print(f"      {us:9.1f}  {kernel[:60]}", flush=True)
 
     if args.breakdown:
         print(f"\neach provider's kernels at {args.prefill} rows (torch.profiler, us a call):")

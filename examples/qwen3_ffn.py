@@ -54,19 +54,20 @@ def algorithm(M=1024, H=HIDDEN, F=INTERMEDIATE):
                       name="Y")
 
 
-def schedule(s, out, stream_sizes=None):
+def schedule(s, out, stream_sizes=None, gate_up=None, down=None):
     """Three kernels: N by ``rmsnorm.schedule`` (its row staged in shared memory, the sum
     of squares in a tree), Z by ``swiglu_fp8.project_on_tensor_cores`` (both projections
     from one tile of N, SwiGLU in the epilogue), Y by ``gemm_bf16.product_on_tensor_cores``
     with the residual's read and add in the epilogue. Under 16 rows (a decode step) both
-    products by :func:`decode` instead."""
+    products by :func:`decode` instead. ``gate_up`` and ``down`` replace the tilings'
+    arguments of the two products (``benchmarks/qwen3_request.py --variant``)."""
     norm = s["N"].op.output
     rmsnorm.schedule(s, norm)
     if out.shape[0] < SKINNY_ROWS:
         decode(s, out, stream_sizes)
         return
-    project_on_tensor_cores(s, s["Z"].op.output, {})
-    product_on_tensor_cores(s, out, "D", "Z", "W_down", {})
+    project_on_tensor_cores(s, s["Z"].op.output, dict(gate_up or {}))
+    product_on_tensor_cores(s, out, "D", "Z", "W_down", dict(down or {}))
 
 
 def decode(s, out, sizes=None):

@@ -24,7 +24,7 @@ SPECIALIZED_OTHER_REGISTERS = 40
 
 
 def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fastest=False, swizzle=True,
-                in_flight=1, stage_output=None, copy="cp.async", specialized=False):
+                in_flight=1, stage_output=None, copy="cp.async", specialized=False, group_rows=0):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks,
     each a column of BM / 64 warpgroups (``threadIdx.y``) that compute 64 x BN tiles with
     Hopper's ``wgmma.mma_async.m64n{BN}k16``: thread t of a warpgroup holds rows
@@ -78,8 +78,15 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
         stage_output = output_staged(out, product, BM, BN, BK, stages)
     writer = s.cache_write(out, "shared") if stage_output else None
     acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
-    s[out].bind(bi, "blockIdx.x" if rows_fastest else "blockIdx.y")
-    s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
+    if group_rows:
+        group, bi = s[out].split(bi, group_rows)
+        s[out].reorder(group, bj, bi, ii, jj)
+        bj = s[out].fuse(bj, bi)
+        s[out].bind(bj, "blockIdx.x")
+        s[out].bind(group, "blockIdx.y")
+    else:
+        s[out].bind(bi, "blockIdx.x" if rows_fastest else "blockIdx.y")
+        s[out].bind(bj, "blockIdx.y" if rows_fastest else "blockIdx.x")
     fragments = out
     if writer is not None:
         _copy_out(s, out, writer, bj, ii, jj, BM)
