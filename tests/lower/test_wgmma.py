@@ -97,6 +97,16 @@ def test_a_swizzled_pipelined_product_with_a_chain_in_flight_matches_float64(rng
     check_16_bit_product(s, M, N, K, "bfloat16", rng)
 
 
+def test_blocks_in_groups_of_block_rows_cover_the_output_once(rng):
+    """``group_rows=2`` over 3 block rows: blockIdx.y picks a group of two block rows,
+    blockIdx.x runs over its blocks column by column (2 columns x 2 rows); the second
+    group's missing row stores nothing, and every output is written once."""
+    M, N, K = 192, 128, 64
+    _, s = _gemm(M, N, K, BM=64, BN=64, BK=64, stages=2, group_rows=2)
+    assert tc.lower(s).kernels[0].grid == (4, 2, 1)
+    check_16_bit_product(s, M, N, K, "bfloat16", rng)
+
+
 def test_a_product_in_8x8_blocks_without_a_ring_matches_float64(rng):
     M, N, K = 64, 128, 128
     _, s = _gemm(M, N, K, BM=64, BN=128, BK=64, stages=0, swizzle=False)

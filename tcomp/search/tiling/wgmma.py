@@ -43,7 +43,11 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     that many slots further behind (``pipeline(stages, reader_lag)``). A leading axis of
     the product (SwiGLU's stacked projections) is computed in the same k loop, one
     instruction per k step and slice; a leading axis of ``out`` is bound to
-    ``blockIdx.z`` (split-K slices). ``rows_fastest`` as in :func:`mma_warp_tiles`.
+    ``blockIdx.z`` (split-K slices). ``rows_fastest`` as in :func:`mma_warp_tiles`;
+    ``group_rows`` instead launches the blocks in groups of that many block rows
+    (``blockIdx.y``), each group column by column (``blockIdx.x``), so that the blocks
+    running together share fewer rows of A than a whole column of blocks does (Triton's
+    grouped order; a group past the last block row stores nothing).
 
     With ``stage_output`` the epilogue writes the block's outputs into a shared tile
     (``cache_write``, its rows padded by 16 bytes against bank conflicts), and after a
