@@ -98,11 +98,16 @@ class DriverLaunch:
     """The kernels of one module launched in order, their parameters sharing slots: a
     buffer's pointer is written once per call into every kernel that takes it."""
 
-    def __init__(self, kernels, slots_of_argument, fixed_pointers, derived=()):
+    def __init__(self, kernels, slots_of_argument, fixed_pointers, derived=(), owners=()):
         """``kernels``: DriverKernel list; ``slots_of_argument``: per module argument, the
         data slots it fills; ``fixed_pointers``: (slot, pointer) of the intermediates and
         their tensor maps; ``derived``: (slot, argument number, ``TensorMapTable``) of the
-        tensor maps of arguments, whose device maps depend on the argument's pointer."""
+        tensor maps of arguments, whose device maps depend on the argument's pointer;
+        ``owners``: what holds the device memory behind fixed pointers (the tables of the
+        intermediates' maps), kept alive as long as the launch: a map freed while its
+        pointer stays in a slot is memory the next allocation takes (a module built after
+        another then read a tensor map overwritten by its own buffers)."""
+        self.owners = tuple(owners)
         self.kernels = kernels
         self.slots_of_argument = slots_of_argument
         self.derived = tuple(derived)

@@ -283,14 +283,17 @@ class Module:
         intermediates = self._intermediate_arrays()
         fixed = [(slot, _device_address(array)) for b, array in intermediates.items() for slot in slots.get(b, [])]
         derived = []  # (slot, argument number, table): a map made from an argument's pointer at each call
+        intermediate_maps = []  # the tables of the intermediates' maps: they own the maps' device memory
         for tensor_map, slot in map_slots:
             table = TensorMapTable(tensor_map.tensor.dtype, tensor_map.tensor.shape, tensor_map.box_rows,
                                    tensor_map.box_cols, tensor_map.swizzle)
             if tensor_map.tensor in intermediates:
                 fixed.append((slot, table.device_pointer(_device_address(intermediates[tensor_map.tensor]))))
+                intermediate_maps.append(table)
             else:
                 derived.append((slot, self.arg_buffers.index(tensor_map.tensor), table))
-        return DriverLaunch(kernels, [slots.get(b, []) for b in self.arg_buffers], fixed, derived)
+        return DriverLaunch(kernels, [slots.get(b, []) for b in self.arg_buffers], fixed, derived,
+                            owners=intermediate_maps)
 
     def _intermediate_arrays(self) -> dict:
         from numba import cuda

@@ -49,6 +49,7 @@ How each figure is counted:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
@@ -101,7 +102,7 @@ class KernelCounts:
     dtypes: dict  # global buffer name -> dtype
     smem_bytes: int  # shared memory of one block
     local_registers: int  # registers the thread's local buffers need
-    regs_in_flight: int  # loaded values a thread holds between a load and its store
+    regs_in_flight: int  # registers of the loaded values a thread holds between a load and its store
     warp_instructions: float  # per block
     thread_instructions: float  # per thread (the longest a warp issues)
     l1_wavefronts: float  # per block, shared memory and L1 data stage
@@ -692,7 +693,7 @@ class _Rounds:
     sync: float = 0.0  # the thread waits for these before it can go on
     prefetch: float = 0.0  # loads into registers whose values are only used later
     asynchronous: float = 0.0  # cp.async copies into shared memory, waited for later
-    in_flight: float = 0.0  # loaded values a thread holds in registers together in the largest round
+    in_flight: float = 0.0  # registers of loaded values a thread holds together in the largest round
 
     def then(self, other: "_Rounds") -> "_Rounds":
         """These rounds, then ``other``'s (one after the other)."""
@@ -780,12 +781,13 @@ class _RoundCounter:
                     continue
                 deps = free_vars(ld.index)
                 target = self.walk._repeat_loop(ld.buffer, deps, loops)
+                registers = _registers_per_value(ld.buffer.dtype)
                 if target is innermost:
-                    here += _product(f.extent for f in inner if f.kind in _UNROLLED and f.var in deps)
+                    here += registers * _product(f.extent for f in inner if f.kind in _UNROLLED and f.var in deps)
                     continue
                 # hoisted: one round per iteration of the loop it repeats with, its
                 # unrolled copies in flight together
-                copies = _product(f.extent for f in loops if f.kind in _UNROLLED and f.var in deps)
+                copies = registers * _product(f.extent for f in loops if f.kind in _UNROLLED and f.var in deps)
                 key = id(target) if target is not None else None
                 h = self.hoisted.setdefault(key, _Rounds())
                 h.sync = 1.0
@@ -797,6 +799,12 @@ class _RoundCounter:
         if _is_prefetch(s):
             return _Rounds(prefetch=1.0, in_flight=here)
         return _Rounds(sync=1.0, in_flight=here)
+
+
+def _registers_per_value(dtype: str) -> float:
+    """32-bit registers one loaded value of ``dtype`` takes in flight: a vector load of
+    8 bfloat16 fills 4 registers, not 8."""
+    return itemsize(dtype) / 4
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -822,7 +830,7 @@ def analyze_kernel(kernel: Kernel) -> KernelCounts:
         dtypes=w.dtypes,
         smem_bytes=kernel_shared_bytes(kernel),  # as the code generator lays it out
         local_registers=w.local_regs,
-        regs_in_flight=int(rounds.in_flight),
+        regs_in_flight=math.ceil(rounds.in_flight),
         warp_instructions=w.warp_instr,
         thread_instructions=w.thread_instr,
         l1_wavefronts=w.wavefronts,

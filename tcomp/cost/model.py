@@ -273,7 +273,7 @@ def estimate_kernel(counts: KernelCounts, target: Target, regs_per_thread: int |
 
     if regs_per_thread is None:
         regs = estimate_registers(counts)
-        regs_source = (f"estimate: {counts.local_registers} in local buffers + {counts.regs_in_flight} loaded "
+        regs_source = (f"estimate: {counts.local_registers} in local buffers + {counts.regs_in_flight} for loaded "
                        f"values in flight + {BASE_REGISTERS} for indices and pointers")
     else:
         regs = int(regs_per_thread)

@@ -216,7 +216,7 @@ def test_register_estimate_from_local_buffers():
     (k,) = tc.estimate(s).kernels
     # 64 accumulators + 8 + 8 fragment registers + 4 loaded values in flight + 14
     assert k.regs_per_thread == 98  # ptxas -v reports 93 for this kernel
-    assert k.regs_source.startswith("estimate: 80 in local buffers + 4 loaded values in flight")
+    assert k.regs_source.startswith("estimate: 80 in local buffers + 4 for loaded values in flight")
     assert k.blocks_per_sm == 2 and k.limited_by == ("registers",)
 
 
@@ -486,3 +486,25 @@ def test_the_down_projection_ranks_its_split_above_64_byte_runs_as_measured():
     split, split_short = predicted(block_parts=16, parts=8, threads_x=32, unroll=8)
     assert split < one_kernel
     assert one_kernel_short > 0.1 * 12288 * 4096 * 2 and split_short < 0.001 * 12288 * 4096 * 2
+
+
+def test_loaded_16_bit_values_in_flight_take_half_a_register_each():
+    """16 bytes loaded by each thread and unrolled four times hold 16 registers in flight,
+    whether they are 16 float32 or 32 bfloat16 values (a vector load of 8 bfloat16 fills
+    4 registers)."""
+    def in_flight(dtype, lanes):
+        X = tc.placeholder((4096,), dtype, name="X")
+        Y = tc.compute((4096,), lambda i: tc.cast(tc.cast(X[i], "float32") * 2.0, dtype), name="Y")
+        s = tc.create_schedule(Y)
+        block, rest = s[Y].split(Y.op.axis[0], 128 * 4 * lanes)
+        copies, rest = s[Y].split(rest, 128 * lanes)
+        thread, vector = s[Y].split(rest, lanes)
+        s[Y].reorder(block, thread, copies, vector)
+        s[Y].bind(block, "blockIdx.x")
+        s[Y].bind(thread, "threadIdx.x")
+        s[Y].unroll(copies)
+        s[Y].vectorize(vector)
+        (k,) = tc.estimate(s).kernels
+        return int(k.regs_source.split(" + ")[1].split()[0])
+
+    assert in_flight("float32", 4) == in_flight("bfloat16", 8) == 16

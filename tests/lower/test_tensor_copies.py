@@ -418,3 +418,41 @@ def test_a_broken_ring_protocol_is_found_and_tc_check_refuses_it(monkeypatch):
     monkeypatch.setattr(nest, "_release", releases_the_running_slot)
     with pytest.raises(tc.IllegalScheduleError, match="protocol of a TMA ring is broken"):
         tc.check(s)
+
+
+@pytest.mark.gpu
+def test_an_intermediates_tensor_map_outlives_later_allocations():
+    """The Qwen3 block with its down projection's ring filled by TMA from Z, a buffer of the
+    module's own: the map of Z is made once, at build. Its device memory once had no owner
+    after the build, so the allocations that followed (another module's buffers, here
+    arrays filled with ones) overwrote it, and the block computed garbage or faulted."""
+    import gc
+
+    import torch
+    from numba import cuda
+
+    root = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(root / "examples"))
+    sys.path.append(str(root / "benchmarks"))  # NOTE: after examples/, whose names some benchmarks share
+    import qwen3_ffn
+    import qwen3_request
+
+    M, H, F = 256, 64, 128
+    out = qwen3_ffn.algorithm(M, H, F)
+    s = tc.create_schedule(out)
+    qwen3_ffn.schedule(s, out, down=dict(copy="tma", specialized=1))
+    mod = tc.build(s)
+    gc.collect()
+    cuda.current_context().deallocations.clear()
+    junk = [cuda.to_device(np.full(16, np.iinfo(np.uint64).max, np.uint64)) for _ in range(4096)]
+    gen = torch.Generator(device="cuda").manual_seed(5)
+    x = torch.randn(M, H, device="cuda", generator=gen).to(torch.bfloat16)
+    gamma = (1 + 0.1 * torch.randn(H, device="cuda", generator=gen)).to(torch.bfloat16)
+    w = (torch.randn(2, H, F, device="cuda", generator=gen) / H ** 0.5).to(torch.bfloat16)
+    w_down = (torch.randn(F, H, device="cuda", generator=gen) / F ** 0.5).to(torch.bfloat16)
+    y = torch.full((M, H), float("nan"), device="cuda", dtype=torch.bfloat16)
+    mod(x, gamma, w, w_down, y)
+    torch.cuda.synchronize()
+    want = qwen3_request.reference_block(x, gamma, w, w_down)
+    assert len(junk) == 4096
+    assert (y.double() - want).abs().max().item() <= 2.0 ** -6 * want.abs().max().item()
