@@ -74,7 +74,8 @@ def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1) -> dict | None:
     step's chain of instructions left running while the next is issued, the blocks of a
     column launched together where the output is wider than tall (for 128 x 256 blocks,
     at least as wide as tall: at 4096^3 on an H100 0.195 ms against 0.205 ms, at 8192^3
-    1.505 against 1.528, ``benchmarks/gemm_bf16.py --match "4 stages"``). Where the output still
+    1.505 against 1.528, ``benchmarks/gemm_bf16.py --match "4 stages"``), in groups of
+    16 to 24 block rows where a column has more (:func:`_ordered`). Where the output still
     gives nine SMs in ten a block and 4 stages of the tiles fit shared memory, 256 columns of
     ``wgmma.m64n256k16`` in 4-stage rings (one block an SM, copies two k steps ahead);
     else 128 columns (64 where the output has fewer) in 3-stage rings (two blocks an SM).
@@ -92,9 +93,31 @@ def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1) -> dict | None:
     wide_ring = 4 * (BM + stacked * 256) * BK * 2  # bytes of bfloat16 tiles in 4 stages
     if N >= 256 and wide_ring <= H200.smem_per_block and blocks(M, N, BM, 256) >= 0.9 * H200.sms:
         if stacked == 1 and M >= 192 and waves(M, N, 192, 192) * 192 * 192 < waves(M, N, BM, 256) * BM * 256:
-            return dict(BM=192, BN=192, BK=BK, stages=4, rows_fastest=N > M)
-        return dict(BM=BM, BN=256, BK=BK, stages=4, rows_fastest=N >= M)
-    return dict(BM=BM, BN=128 if N >= 128 else 64, BK=BK, stages=3, rows_fastest=N > M)
+            return _ordered(dict(BM=192, BN=192, BK=BK, stages=4), M, N > M)
+        return _ordered(dict(BM=BM, BN=256, BK=BK, stages=4), M, N >= M)
+    return _ordered(dict(BM=BM, BN=128 if N >= 128 else 64, BK=BK, stages=3), M, N > M)
+
+
+def _ordered(tiles: dict, M: int, rows_fastest: bool) -> dict:
+    """``tiles`` with the blocks' launch order: along a row, or a column first
+    (``rows_fastest``), in groups of :func:`row_group` block rows where a column has more
+    than 24 blocks. On an H100 groups of 16 or 19 block rows took 0.198 ms against 0.206
+    at 4096^3 (cp.async), 1.528 against 1.534 ms at 8192^3 (TMA and a producer
+    warpgroup), 1.058 against 1.072 ms for the FFN projection at 7239 rows; groups of 8
+    lost 4-15% (``benchmarks/gemm_bf16.py``, ``benchmarks/ffn_bf16.py --variant
+    group_rows=G``, BENCHMARKS.md)."""
+    group = row_group(-(-M // tiles["BM"])) if rows_fastest else 0
+    return dict(tiles, rows_fastest=rows_fastest, **({"group_rows": group} if group else {}))
+
+
+def row_group(block_rows: int) -> int:
+    """Block rows a group of the launch order holds: 0 (a whole column) up to 24 rows;
+    else the divisor of ``block_rows`` from 12 to 24 nearest 16 (so that no group is
+    short), or 16."""
+    if block_rows <= 24:
+        return 0
+    divisors = [g for g in range(12, 25) if block_rows % g == 0]
+    return min(divisors, key=lambda g: (abs(g - 16), g)) if divisors else 16
 
 
 def blocks(M: int, N: int, BM: int, BN: int) -> int:
@@ -128,7 +151,12 @@ def tensor_core_tiles(s, out, product: str, a: str, b: str, tiles: dict, overrid
     stacked = math.prod(s[product].op.output.shape[:-2])
     sizes = {key: value for key, value in overrides.items() if key != "wgmma"}
     if uses_wgmma(M, N, K, overrides):
-        wgmma_tiles(s, out, product, a, b, **{**wgmma_tiles_for(M, N, K, stacked), **sizes})
+        tiles = {**wgmma_tiles_for(M, N, K, stacked), **sizes}
+        if "group_rows" not in sizes:  # the groups of the block rows asked for (none along a row)
+            tiles.pop("group_rows", None)
+            group = row_group(-(-M // tiles["BM"])) if tiles["rows_fastest"] else 0
+            tiles.update({"group_rows": group} if group else {})
+        wgmma_tiles(s, out, product, a, b, **tiles)
     else:
         mma_warp_tiles(s, out, product, a, b, **{**tiles, **sizes})
 
