@@ -153,9 +153,8 @@ def tensor_core_tiles(s, out, product: str, a: str, b: str, tiles: dict, overrid
     if uses_wgmma(M, N, K, overrides):
         tiles = {**wgmma_tiles_for(M, N, K, stacked), **sizes}
         if "group_rows" not in sizes:  # the groups of the block rows asked for (none along a row)
-            tiles.pop("group_rows", None)
-            group = row_group(-(-M // tiles["BM"])) if tiles["rows_fastest"] else 0
-            tiles.update({"group_rows": group} if group else {})
+            order = tiles.pop("rows_fastest")
+            tiles = _ordered({key: value for key, value in tiles.items() if key != "group_rows"}, M, order)
         wgmma_tiles(s, out, product, a, b, **tiles)
     else:
         mma_warp_tiles(s, out, product, a, b, **{**tiles, **sizes})

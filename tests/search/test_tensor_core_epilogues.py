@@ -139,6 +139,17 @@ def test_the_wide_blocks_give_way_to_192_where_they_need_fewer_waves():
     assert gemm_bf16.wgmma_tiles_for(1024, 1024, 1024)["BN"] == 128  # 32 wide blocks: too few
 
 
+def test_a_tall_column_of_blocks_is_launched_in_groups_of_block_rows():
+    """A column of more than 24 blocks goes in groups of the divisor of its rows nearest 16
+    (57 rows of 128 at 7239: groups of 19), or of 16 where none divides; a shorter column
+    whole; blocks along a row take no groups."""
+    assert [gemm_bf16.row_group(rows) for rows in (8, 24, 32, 57, 64, 29)] == [0, 0, 16, 19, 16, 16]
+    assert gemm_bf16.wgmma_tiles_for(7239, 12288, 4096)["group_rows"] == 19
+    assert gemm_bf16.wgmma_tiles_for(4096, 4096, 4096)["group_rows"] == 16
+    assert "group_rows" not in gemm_bf16.wgmma_tiles_for(1024, 12288, 4096)
+    assert "group_rows" not in gemm_bf16.wgmma_tiles_for(7239, 4096, 12288)  # along a row
+
+
 def test_the_decode_rows_take_the_sizes_measured_fastest():
     """One row: one kernel, 64 columns a block where those cover the SMs (12288), else 256
     columns a block and k over 16 blocks as well (4096); 2 to 8 rows: one kernel, four
