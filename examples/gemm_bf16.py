@@ -20,6 +20,7 @@ import tcomp as tc
 from tcomp.target import H200
 from tcomp.search.tiling import MMA_K, mma_warp_tiles, wgmma_tiles  # noqa: F401  (blocks, warp or warpgroup tiles)
 from tcomp.search.tiling.mma_sync import decode_tiles
+from tcomp.search.tiling.wgmma import row_group
 
 
 def algorithm(M=4096, N=4096, K=4096):
@@ -100,24 +101,10 @@ def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1) -> dict | None:
 
 def _ordered(tiles: dict, M: int, rows_fastest: bool) -> dict:
     """``tiles`` with the blocks' launch order: along a row, or a column first
-    (``rows_fastest``), in groups of :func:`row_group` block rows where a column has more
-    than 24 blocks. On an H100 groups of 16 or 19 block rows took 0.198 ms against 0.206
-    at 4096^3 (cp.async), 1.528 against 1.534 ms at 8192^3 (TMA and a producer
-    warpgroup), 1.058 against 1.072 ms for the FFN projection at 7239 rows; groups of 8
-    lost 4-15% (``benchmarks/gemm_bf16.py``, ``benchmarks/ffn_bf16.py --variant
-    group_rows=G``, BENCHMARKS.md)."""
+    (``rows_fastest``), in groups of ``row_group`` block rows where a column has more
+    than 24 blocks (``tcomp.search.tiling.wgmma.row_group`` says what they measured)."""
     group = row_group(-(-M // tiles["BM"])) if rows_fastest else 0
     return dict(tiles, rows_fastest=rows_fastest, **({"group_rows": group} if group else {}))
-
-
-def row_group(block_rows: int) -> int:
-    """Block rows a group of the launch order holds: 0 (a whole column) up to 24 rows;
-    else the divisor of ``block_rows`` from 12 to 24 nearest 16 (so that no group is
-    short), or 16."""
-    if block_rows <= 24:
-        return 0
-    divisors = [g for g in range(12, 25) if block_rows % g == 0]
-    return min(divisors, key=lambda g: (abs(g - 16), g)) if divisors else 16
 
 
 def blocks(M: int, N: int, BM: int, BN: int) -> int:

@@ -60,6 +60,7 @@ from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, Ba
                        Store, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, walk
 from ..target.storage import kernel_shared_bytes
+from .block_tiles import block_origin
 
 #: registers a thread needs besides its local buffers: indices, pointers, loop counters
 BASE_REGISTERS = 14
@@ -85,6 +86,18 @@ class TensorTraffic:
     write: float = 0.0
     read_block_dims: set = field(default_factory=set)
     short_run_read: float = 0.0  # the bytes device memory loses to reads in short runs (run_efficiency)
+    #: the blocks' origins of the reads (``block_tiles.block_origin``) by their text; None
+    #: once a read's origin could not be evaluated (then ``read_block_dims`` decides)
+    read_origins: dict | None = field(default_factory=dict)
+
+    def add_read_origins(self, indices, loops) -> None:
+        """Record the blocks' origins of a read at ``indices`` inside ``loops``."""
+        for index in indices:
+            origin = block_origin(index, loops)
+            if origin is None or self.read_origins is None:
+                self.read_origins = None
+                return
+            self.read_origins.setdefault(repr(origin), origin)
 
 
 @dataclass
@@ -407,6 +420,7 @@ class _KernelWalk:
             t.read += execs * nbytes
             deps = set().union(*(free_vars(c) for c in box.coords))
             t.read_block_dims |= {BLOCK_TAGS.index(f.kind) for f in loops if f.kind in BLOCK_TAGS and f.var in deps}
+            t.add_read_origins(box.coords, loops)
 
     def _warp_mma(self, s: WarpMma, loops) -> None:
         """One mma.sync per warp: 2 * 16 * 8 * 16 matrix flops; per lane, the instruction,
@@ -572,6 +586,7 @@ class _KernelWalk:
                 if block_elements:
                     t.short_run_read += count * short_run_bytes(block_elements, width)
                 t.read_block_dims |= {BLOCK_TAGS.index(f.kind) for f in loops if f.kind in BLOCK_TAGS and f.var in deps}
+                t.add_read_origins((index,), loops)
                 self.gload_instr += count * len(warps)
                 self.gload_lane_bytes += count * len(warps) * lane_bytes
 

@@ -54,6 +54,7 @@ import numpy as np
 from ..dtypes import itemsize
 from ..errors import TcompError
 from .analysis import BASE_REGISTERS, KernelCounts, analyze_kernel
+from .block_tiles import tiles_of_blocks
 from ..target import Target, get_target
 
 MiB = 1024 * 1024
@@ -185,17 +186,22 @@ def residency(target: Target, threads: int, regs: int, smem: int) -> tuple[dict,
 # ---------------------------------------------------------------------------- the L2
 
 
-def _tiles_read(grid: tuple, wave_blocks: int, dims: set) -> tuple[int, int]:
+def _tiles_read(grid: tuple, wave_blocks: int, dims: set, origins: dict | None = None) -> tuple[int, int]:
     """(tiles read in all, tiles the first wave reads) by the blocks of ``grid`` of a
     tensor whose reads depend on the grid dimensions ``dims``: blocks run ``wave_blocks``
     at a time in the order of their linear index, and two blocks of one wave that agree
-    in ``dims`` read one tile."""
+    in ``dims`` read one tile; with the reads' ``origins`` (``block_tiles``), two blocks
+    of one wave whose origins agree."""
     total = grid[0] * grid[1] * grid[2]
     first = min(total, wave_blocks)
+    ids = np.arange(total, dtype=np.int64)
+    if origins:
+        tile = tiles_of_blocks(origins.values(), grid)
+        distinct = np.unique((ids // wave_blocks) * total + tile)
+        return len(distinct), int(np.count_nonzero(distinct < total))
     varying = [d for d in range(3) if grid[d] > 1]
     if set(varying) <= dims:
         return total, first
-    ids = np.arange(total, dtype=np.int64)
     coordinate = {0: ids % grid[0], 1: (ids // grid[0]) % grid[1], 2: ids // (grid[0] * grid[1])}
     key, tiles_per_wave = ids // wave_blocks, 1
     for d in varying:
@@ -219,8 +225,8 @@ def l2_served_reads(counts: KernelCounts, wave_blocks: int, l2_bytes: int) -> di
     :data:`L2_WINDOW_ROUNDS` rounds of the tiles a ring streams."""
     if wave_blocks <= 0:
         return {}
-    tiles = {n: _tiles_read(counts.grid, wave_blocks, tr.read_block_dims) for n, tr in counts.traffic.items()
-             if tr.read > 0}
+    tiles = {n: _tiles_read(counts.grid, wave_blocks, tr.read_block_dims, tr.read_origins)
+             for n, tr in counts.traffic.items() if tr.read > 0}
     first_wave = sum(counts.traffic[n].read * first for n, (_, first) in tiles.items())
     if counts.async_rounds > L2_WINDOW_ROUNDS:
         first_wave *= L2_WINDOW_ROUNDS / counts.async_rounds

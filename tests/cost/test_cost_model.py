@@ -508,3 +508,27 @@ def test_loaded_16_bit_values_in_flight_take_half_a_register_each():
         return int(k.regs_source.split(" + ")[1].split()[0])
 
     assert in_flight("float32", 4) == in_flight("bfloat16", 8) == 16
+
+
+def test_the_l2_term_counts_the_tiles_a_grouped_wave_reads():
+    """4096^3 in 128 x 256 blocks, 132 a wave. A column first: the first wave reads all
+    32 row tiles of A and 5 column tiles of W. In groups of 16 block rows, where
+    blockIdx.x carries both the row within the group and the column, it reads 16 of A and
+    9 of W: the blocks' origins (their reads' indices with the threads' and loops'
+    variables at zero) tell, where the grid dimensions alone would count 132 of each."""
+    import gemm_bf16
+    from tcomp.cost.analysis import analyze_kernel
+    from tcomp.cost.model import _tiles_read
+    from tcomp.search.tiling import wgmma_tiles
+
+    def first_wave(**order):
+        out = gemm_bf16.algorithm(4096, 4096, 4096)
+        s = tc.create_schedule(out)
+        wgmma_tiles(s, out, "C", "A", "W", BM=128, BN=256, BK=64, stages=4, **order)
+        kernel = tc.lower(s).kernels[0]
+        traffic = analyze_kernel(kernel).traffic
+        return {n: _tiles_read(kernel.grid, 132, traffic[n].read_block_dims, traffic[n].read_origins)[1]
+                for n in ("A", "W")}
+
+    assert first_wave(rows_fastest=True) == {"A": 32, "W": 5}
+    assert first_wave(group_rows=16) == {"A": 16, "W": 9}

@@ -373,3 +373,25 @@ def test_spaces_of_one_algorithm_share_the_enumerated_parameters():
     rule = first.rules_for(groups[0])[0]
     assert again.valid_params(rule, groups[0]) is first.valid_params(rule, groups[0])
     assert other.valid_params(rule, groups[0]) is not first.valid_params(rule, groups[0])
+
+
+def test_the_wgmma_rule_offers_groups_of_block_rows_only_for_a_tall_column():
+    """``grouped`` launches a column first in groups of ``row_group`` block rows: offered
+    with ``rows_fastest`` where the column has more than 24 blocks (4096 rows of 128, in
+    groups of 16: 16 block columns x 16 rows on blockIdx.x, 2 groups on blockIdx.y), not
+    for blocks along a row nor for 1024 rows (8 block rows, one column whole)."""
+    import gemm_bf16
+
+    def point(M, **p):
+        space = Space(gemm_bf16.algorithm(M, 4096, 4096))
+        (fusion,) = space.tileable_fusions()
+        (group,) = space.groups(fusion)
+        tiles = dict(BM=128, BN=256, BK=64, stages=4, split_k=1, copy="cp.async", specialized=False)
+        return space, Point(fusion, ((group.anchor, "wgmma_tiling", _params(**tiles, **p)),))
+
+    space, tall = point(4096, rows_fastest=True, grouped=True)
+    assert space.contains(tall)
+    assert tc.lower(space.schedule(tall)).kernels[0].grid == (256, 2, 1)
+    for M, order in ((4096, dict(rows_fastest=False, grouped=True)), (1024, dict(rows_fastest=True, grouped=True))):
+        space, short = point(M, **order)
+        assert not space.contains(short), (M, order)
