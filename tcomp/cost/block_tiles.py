@@ -34,6 +34,21 @@ def block_origin(index: Expr, loops) -> Expr | None:
     return origin if _evaluable(origin) else None
 
 
+def mixes_coordinates(origin: Expr) -> bool:
+    """Does ``origin`` divide a block's coordinate or take its remainder (one coordinate
+    carrying two tile numbers)? Where no origin does, the grid dimensions a read depends
+    on tell as much as the origins, at no cost."""
+    if isinstance(origin, Binary):
+        if origin.op in ("//", "%") and free_vars(origin.a):
+            return True
+        return mixes_coordinates(origin.a) or mixes_coordinates(origin.b)
+    if isinstance(origin, Call):
+        return any(mixes_coordinates(a) for a in origin.args)
+    if isinstance(origin, Cast):
+        return mixes_coordinates(origin.value)
+    return False
+
+
 def _evaluable(e: Expr) -> bool:
     if isinstance(e, (IntImm, Var)):
         return True
@@ -56,7 +71,10 @@ def tiles_of_blocks(origins, grid: tuple) -> np.ndarray:
     values = [np.broadcast_to(_evaluate(o, coordinates), (total,)) for o in origins]
     if not values:
         return np.zeros(total, dtype=np.int64)
-    _, key = np.unique(np.stack(values, axis=1), axis=0, return_inverse=True)
+    key = np.zeros(total, dtype=np.int64)
+    for v in values:  # pairs of numbers made one, compacted after each step (no overflow)
+        _, number = np.unique(np.asarray(v, dtype=np.int64), return_inverse=True)
+        _, key = np.unique(key * (int(number.max()) + 1) + number, return_inverse=True)
     return key.reshape(total).astype(np.int64)
 
 
@@ -79,4 +97,4 @@ def _evaluate(e: Expr, coordinates: dict):
     raise ValueError(f"an origin holds {type(e).__name__}, which tiles_of_blocks does not evaluate")
 
 
-__all__ = ["block_origin", "tiles_of_blocks"]
+__all__ = ["block_origin", "mixes_coordinates", "tiles_of_blocks"]

@@ -54,7 +54,7 @@ import numpy as np
 from ..dtypes import itemsize
 from ..errors import TcompError
 from .analysis import BASE_REGISTERS, KernelCounts, analyze_kernel
-from .block_tiles import tiles_of_blocks
+from .block_tiles import mixes_coordinates, tiles_of_blocks
 from ..target import Target, get_target
 
 MiB = 1024 * 1024
@@ -190,12 +190,12 @@ def _tiles_read(grid: tuple, wave_blocks: int, dims: set, origins: dict | None =
     """(tiles read in all, tiles the first wave reads) by the blocks of ``grid`` of a
     tensor whose reads depend on the grid dimensions ``dims``: blocks run ``wave_blocks``
     at a time in the order of their linear index, and two blocks of one wave that agree
-    in ``dims`` read one tile; with the reads' ``origins`` (``block_tiles``), two blocks
-    of one wave whose origins agree."""
+    in ``dims`` read one tile; where the reads' ``origins`` (``block_tiles``) divide a
+    block coordinate or take its remainder, two blocks of one wave whose origins agree."""
     total = grid[0] * grid[1] * grid[2]
     first = min(total, wave_blocks)
     ids = np.arange(total, dtype=np.int64)
-    if origins:
+    if origins and any(mixes_coordinates(o) for o in origins.values()):
         tile = tiles_of_blocks(origins.values(), grid)
         distinct = np.unique((ids // wave_blocks) * total + tile)
         return len(distinct), int(np.count_nonzero(distinct < total))
