@@ -14,6 +14,10 @@ instructions that read the slot have retired). Variants:
     ws-noreg     the same without setmaxnreg
     ws-persist   ws with one block an SM, each looping over output tiles, the producer
                  filling the next tile's slots during the consumers' epilogue
+    ws-pingpong  ws with one block an SM and a 128 x 128 tile a consumer warpgroup: the two
+                 consumers take the block's tiles in turn, so that one's epilogue runs while
+                 the other's k loop keeps the tensor cores busy (CUTLASS's ping-pong kernel;
+                 fp32 C or --no-store only)
     ws-mc        ws in clusters of two blocks (row tiles tm, tm + 1 of one tile column),
                  W's tile multicast: each block copies half of it into both, so the
                  pair reads W from the L2 once (``cluster_copies.py``; GPU only; no
@@ -44,9 +48,20 @@ sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # timing.py
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
 
 BM, BN, BK = 128, 256, 64
-A_ELEMS, B_ELEMS = BM * BK, BK * BN           # bf16 elements of one slot's A and W tiles
-STAGE_BYTES = 2 * (A_ELEMS + B_ELEMS)
-VARIANTS = ("tma", "ws", "ws-noreg", "ws-persist", "ws-mc")
+A_ELEMS = BM * BK  # bf16 elements of one slot's A tile
+
+
+def tile_columns(variant: str) -> int:
+    """The columns of a variant's output tile (128 rows in every variant)."""
+    return PINGPONG_BN if variant == "ws-pingpong" else BN
+
+
+def stage_bytes(variant: str) -> int:
+    """Bytes of one ring slot: a k step's A and W tiles."""
+    return 2 * (A_ELEMS + BK * tile_columns(variant))
+VARIANTS = ("tma", "ws", "ws-noreg", "ws-persist", "ws-pingpong", "ws-mc")
+#: the ping-pong variant's tile: one consumer warpgroup's, two m64n128k16 a k16 step
+PINGPONG_BN = 128
 #: blocks of a cluster in the ``ws-mc`` variant: two row tiles of one tile column share W's tiles
 CLUSTER = 2
 FFN_SCALE = 0.05  # examples/ffn_bf16.SCALE
@@ -236,12 +251,14 @@ _SETUP = '''@cuda.jit{JIT}
 def gemm(A, W, C, map_a, map_w):
     smem = cuda.shared.array({SMEM}, uint16)
     base = _shift(smem, _1024)
-    bars = cuda.shared.array(2 * {S}, uint64)
+    bars = cuda.shared.array(2 * {S} + 2, uint64)
     tid = uint32(cuda.threadIdx.x)
     if tid == _0:
         for s in range({S}):
             _mbarrier_init(bars, s, 1)
             _mbarrier_init(bars, {S} + s, {EMPTY})
+        for s in range(2):
+            _mbarrier_init(bars, 2 * {S} + s, 1)
         _fence_barrier_init()
     {SYNC}
 '''
@@ -278,7 +295,7 @@ _SPECIALIZED = '''
 {EPILOGUE}
     {END}
 
-UNROLL_LOOPS = {{"gemm": (False, False, False, True, False, True, False, True, {EPILOGUE_LOOPS})}}
+UNROLL_LOOPS = {{"gemm": (False, False, False, False, True, False, True, False, True, {EPILOGUE_LOOPS})}}
 '''
 
 _UNSPECIALIZED = '''
@@ -307,7 +324,87 @@ _UNSPECIALIZED = '''
         it += _1
 {EPILOGUE}
 
-UNROLL_LOOPS = {{"gemm": (False, False, True, True, False, True, True, {EPILOGUE_LOOPS})}}
+UNROLL_LOOPS = {{"gemm": (False, False, False, True, True, False, True, True, {EPILOGUE_LOOPS})}}
+'''
+
+
+# ws-pingpong: each consumer warpgroup computes a whole 128 x 128 tile (two m64n128k16 a k16
+# step, rows 0-63 into acc[0:64], 64-127 into acc[64:128]); the producer fills the ring with
+# the block's tiles in order, consumer c takes the block's tiles c, c + 2, ..., so its ring
+# position at a tile's first k step is the tile's place in the block's sequence x KSTEPS.
+# A wait on a slot's "full" barrier only tells the phase of its parity from the one before,
+# so a consumer starts a tile's k loop only once the other has passed every wait of the
+# tile before (barriers 2S + c, one arrival each: CUTLASS's order barrier); the tensor
+# cores then serve the two consumers' k loops in turn
+_CONSUME_PINGPONG = '''
+            s = it % S
+            _mbarrier_wait(bars, s, (it // S) & _1)
+            a_at = base + s * STAGE_ELEMS
+            b_at = a_at + A_ELEMS
+            _fence(acc)
+            for j in range(4):
+                for h in range(2):
+                    _wgmma_half(_desc(smem, a_at + uint32(h) * _64 * BK + uint32(j) * _16, _16, _1024, _1),
+                                _desc(smem, b_at + uint32(j) * _1024, _8192, _1024, _1), acc, uint32(h) * _64)
+            _commit()
+            _wait1(acc)
+            if kk > _0 and t % _32 == _0:
+                _release(bars, S + (it - _1) % S)
+'''
+
+_EPILOGUE_PINGPONG = '''
+        _wait0(acc)
+        if t % _32 == _0:
+            _release(bars, S + (it - _1) % S)
+        col = tn * BN + _2 * (t % _4)
+        for half in range(2):
+            row = tm * BM + uint32(half) * _64 + _16 * (t // _32) + (t % _32) // _4
+            for q in range(16):
+                for h in range(2):
+                    r = row + _8 * uint32(h)
+                    if r < M:
+                        _store2(C, r * N + col + _8 * uint32(q),
+                                (acc[64 * half + 4 * q + 2 * h], acc[64 * half + 4 * q + 2 * h + 1]))
+'''
+
+_PINGPONG = '''
+{SETUP}    wg = tid // _128
+    if wg == _0:
+        {FEWER}
+        if tid == _0:
+            _tensor_map_acquire(map_a)
+            _tensor_map_acquire(map_w)
+            it = _0
+            for tile in range(uint32(cuda.blockIdx.x), TILES, uint32(cuda.gridDim.x)):
+                tm, tn = _place(tile)
+                for kk in range(KSTEPS):
+                    s = it % S
+                    _wait_empty(bars, S + s, ((it // S) & _1) ^ _1)
+                    ks = kk
+{LOAD}
+                    it += _1
+    else:
+        {MORE}
+        acc = cuda.local.array(128, float32)
+        c = wg - _1
+        t = tid % _128
+        step = uint32(cuda.gridDim.x)
+        for tile in range(uint32(cuda.blockIdx.x) + c * step, TILES, _2 * step):
+            place = (tile - uint32(cuda.blockIdx.x)) // step  # in the block's sequence of tiles
+            it = place * KSTEPS
+            tm, tn = _place(tile)
+            for i in range(128):
+                acc[i] = float32(0.0)
+            if place > _0:  # the other consumer has seen every slot of the tile before land
+                _mbarrier_wait(bars, _2 * S + c, ((place - _1) // _2) & _1)
+            for kk in range(KSTEPS):
+{CONSUME}
+                it += _1
+            if t == _0:
+                _mbarrier_arrive(bars, _2 * S + _1 - c)
+{EPILOGUE}
+
+UNROLL_LOOPS = {{"gemm": (False, False, False, False, True, False, True, False, True, True, {EPILOGUE_LOOPS})}}
 '''
 
 
@@ -324,11 +421,14 @@ def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: 
     from tcomp.codegen.module_text import NARROW_IMPORTS, PRELUDE_GPU, PRELUDE_SIM
     from tcomp.ir.functions import SCALAR_FUNCTIONS
 
-    tiles_m = -(-M // BM)
+    tiles_m, bn = -(-M // BM), tile_columns(variant)
+    pingpong = variant == "ws-pingpong"
+    if pingpong and ffn:
+        raise SystemExit("ws-pingpong has only the float32 store (and --no-store)")
     inline = "" if simulator else ', inline="always"'
-    values = dict(M=M, N=N, S=stages, KSTEPS=K // BK, TILES_M=tiles_m, TILES=tiles_m * (N // BN),
-                  TILES_N=N // BN, GROUP=group or tiles_m, inline=inline, STAGE_ELEMS=A_ELEMS + B_ELEMS,
-                  A_ELEMS=A_ELEMS, STAGE_BYTES=STAGE_BYTES, BM=BM, BN=BN, BK=BK)
+    values = dict(M=M, N=N, S=stages, KSTEPS=K // BK, TILES_M=tiles_m, TILES=tiles_m * (N // bn),
+                  TILES_N=N // bn, GROUP=group or tiles_m, inline=inline, STAGE_ELEMS=stage_bytes(variant) // 2,
+                  A_ELEMS=A_ELEMS, STAGE_BYTES=stage_bytes(variant), BM=BM, BN=bn, BK=BK)
     prefix = "sim_" if simulator else ""
     prelude = [PRELUDE_SIM if simulator else PRELUDE_GPU, NARROW_IMPORTS.format(p=prefix)]
     prelude += [fn.helper.format(inline=inline) for fn in SCALAR_FUNCTIONS.values() if fn.helper]
@@ -336,8 +436,13 @@ def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: 
     if ffn:
         header += _STORE_FFN.format(inline=inline, inverse_scale=repr(1.0 / FFN_SCALE))
         header += _SHUFFLE_SIM if simulator else _SHUFFLE_GPU
-    epilogue = (_EPILOGUE_FFN if ffn else _EPILOGUE.replace("{STORE}", "")) if store else _NO_STORE
-    epilogue_loops = ("True, True, True" if ffn else "True, True") if store else "True"
+    if pingpong:
+        header += "_wgmma_half = _warpgroup.{p}wgmma(128, \"bf16\", True, tuple(range(64)))\n".format(p=prefix)
+        epilogue = _EPILOGUE_PINGPONG if store else _NO_STORE
+        epilogue_loops = "True, True, True" if store else "True"
+    else:
+        epilogue = (_EPILOGUE_FFN if ffn else _EPILOGUE.replace("{STORE}", "")) if store else _NO_STORE
+        epilogue_loops = ("True, True, True" if ffn else "True, True") if store else "True"
     multicast = variant == "ws-mc"
     if multicast:
         if simulator:
@@ -346,14 +451,18 @@ def kernel_source(variant: str, M: int, N: int, K: int, stages: int, simulator: 
             raise SystemExit(f"ws-mc pairs row tiles: M's {tiles_m} tiles (and --group) must be even")
         header += _CLUSTER_HEADER
     setup = _SETUP.format(JIT="" if simulator else f"(launch_bounds=({threads(variant)}, 1))",
-                          SMEM=shared_bytes(stages) // 2 if simulator else 0, S=stages,
-                          EMPTY=8 * CLUSTER if multicast else 8,
+                          SMEM=shared_bytes(stages, variant) // 2 if simulator else 0, S=stages,
+                          EMPTY=8 * CLUSTER if multicast else 4 if pingpong else 8,
                           SYNC="_cluster_sync()" if multicast else "cuda.syncthreads()")
     parts = dict(SETUP=setup, EPILOGUE_LOOPS=epilogue_loops, S=stages)
     if variant == "tma":
         return header + _UNSPECIALIZED.format(**parts, KSTEPS=K // BK, LOAD=_indent(_LOAD, 12),
                                               CONSUME=_indent(_CONSUME, 8), EPILOGUE=_indent(epilogue, 4))
     regs = variant not in ("ws-noreg", "ws-mc")  # ws-mc: its producer spills at 40 registers
+    if pingpong:
+        return header + _PINGPONG.format(**parts, FEWER="_fewer()", MORE="_more()",
+                                         LOAD=_indent(_LOAD.replace("range(4)", f"range({bn // 64})"), 20),
+                                         CONSUME=_indent(_CONSUME_PINGPONG, 16), EPILOGUE=_indent(epilogue, 12))
     return header + _SPECIALIZED.format(**parts, FEWER="_fewer()" if regs else "pass",
                                         MORE="_more()" if regs else "pass",
                                         LOAD=_indent(_LOAD_MC if multicast else _LOAD, 20),
@@ -366,13 +475,13 @@ def threads(variant: str) -> int:
     return 256 if variant == "tma" else 384
 
 
-def shared_bytes(stages: int) -> int:
-    return stages * STAGE_BYTES + 1024  # room to align the ring to 1024 bytes
+def shared_bytes(stages: int, variant: str) -> int:
+    return stages * stage_bytes(variant) + 1024  # room to align the ring to 1024 bytes
 
 
 def grid(variant: str, M: int, N: int, sms: int) -> int:
-    tiles = -(-M // BM) * (N // BN)
-    return min(tiles, sms) if variant == "ws-persist" else tiles
+    tiles = -(-M // BM) * (N // tile_columns(variant))
+    return min(tiles, sms) if variant in ("ws-persist", "ws-pingpong") else tiles
 
 
 def _kernel(source: str):
@@ -542,7 +651,7 @@ def measure(args, variants) -> int:
                 driver_kernel = DriverKernel(kernel, _signature(args.ffn), (grid(variant, M, N, sms), 1, 1),
                                              (threads(variant), 1, 1),
                                              [(M * K, 2), (K * N, 2), (M * N // 4 if args.ffn else M * N, 4), (16, 8),
-                                              (16, 8)], shared_bytes(args.stages))
+                                              (16, 8)], shared_bytes(args.stages, variant))
                 c = output()
                 pointers = [a.data_ptr(), w.data_ptr(), c.data_ptr(), map_a, map_w]
                 stream = torch.cuda.current_stream().cuda_stream

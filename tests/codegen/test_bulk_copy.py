@@ -116,11 +116,12 @@ def test_bad_tensor_maps_and_register_counts_are_refused_before_the_driver():
         bulk_copy.set_max_registers(100, True)
 
 
-@pytest.mark.parametrize("variant", ["tma", "ws-persist"])
+@pytest.mark.parametrize("variant", ["tma", "ws-persist", "ws-pingpong"])
 def test_the_probe_kernels_match_float64_in_the_simulator(variant, capsys):
     """Two row tiles (the second past M's edge) and two columns, three k steps through two
     slots, the persistent kernel's four tiles on one block: every phase of both barriers of
-    both slots, with and without a producer warpgroup."""
+    both slots, with and without a producer warpgroup; the ping-pong kernel's eight tiles
+    taken in turn by its two consumers, on one block."""
     assert tma_gemm_probe.simulate([variant]) == 0, capsys.readouterr().out
 
 
@@ -138,7 +139,7 @@ import json, sys
 sys.path.insert(0, "benchmarks")
 import tma_gemm_probe as probe
 report = {}
-for variant in ("tma", "ws-persist"):
+for variant in ("tma", "ws-persist", "ws-pingpong"):
     stats = probe.ptx_statistics(variant, 4)
     ptx = stats.pop("ptx")
     stats.update(tma=ptx.count("cp.async.bulk.tensor.2d"), waits=ptx.count("mbarrier.try_wait.parity"))
