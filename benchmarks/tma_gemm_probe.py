@@ -522,29 +522,30 @@ def ptx_only(variants, stages: int, ffn: bool = False) -> int:
 
 
 def simulate(variants, ffn: bool = False, group: int = 0) -> int:
-    """Run each variant in the simulator on a 200 x 512 x 192 product (two row tiles, the
-    second past M's edge, and two columns; three k steps through two slots; the persistent
-    kernel on one block) and compare with numpy."""
+    """Run each variant in the simulator on a 200 x 2n x 192 product, n its tile's columns
+    (two row tiles, the second past M's edge, and two columns; three k steps through two
+    slots; the persistent kernels on one block) and compare with numpy."""
     import ml_dtypes
     import numpy as np
     from numba import cuda
 
     from tcomp.codegen.bulk_copy import sim_tensor_map
 
-    M, N, K, stages = 200, 512, 192, 2
+    M, K, stages = 200, 192, 2
     rng = np.random.default_rng(33)
-    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
-    w = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
-    ref = a.astype(np.float64) @ w.astype(np.float64)
-    a_bits, w_bits = a.view(np.uint16).reshape(-1), w.view(np.uint16).reshape(-1)
-    map_a = sim_tensor_map(a_bits, (M, K), BM, BK)
-    map_w = sim_tensor_map(w_bits, (K, N), BK, 64)
     failures = 0
-    if ffn:
-        silu = ref.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
-        silu = (silu / (1 + np.exp(-silu))).astype(ml_dtypes.bfloat16).astype(np.float64)
-        ref = np.clip(np.rint(silu / FFN_SCALE), -128, 127)
     for variant in variants:
+        N = 2 * tile_columns(variant)
+        a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+        w = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+        ref = a.astype(np.float64) @ w.astype(np.float64)
+        a_bits, w_bits = a.view(np.uint16).reshape(-1), w.view(np.uint16).reshape(-1)
+        map_a = sim_tensor_map(a_bits, (M, K), BM, BK)
+        map_w = sim_tensor_map(w_bits, (K, N), BK, 64)
+        if ffn:
+            silu = ref.astype(np.float32).astype(ml_dtypes.bfloat16).astype(np.float64)
+            silu = (silu / (1 + np.exp(-silu))).astype(ml_dtypes.bfloat16).astype(np.float64)
+            ref = np.clip(np.rint(silu / FFN_SCALE), -128, 127)
         kernel = _kernel(kernel_source(variant, M, N, K, stages, simulator=True, ffn=ffn, group=group))
         c = np.full(M * N, -99, dtype=np.int8).view(np.uint32) if ffn else np.full(M * N, np.nan, dtype=np.float32)
         d_c = cuda.to_device(c)

@@ -120,7 +120,7 @@ def test_bad_tensor_maps_and_register_counts_are_refused_before_the_driver():
 def test_the_probe_kernels_match_float64_in_the_simulator(variant, capsys):
     """Two row tiles (the second past M's edge) and two columns, three k steps through two
     slots, the persistent kernel's four tiles on one block: every phase of both barriers of
-    both slots, with and without a producer warpgroup; the ping-pong kernel's eight tiles
+    both slots, with and without a producer warpgroup; the ping-pong kernel's four tiles
     taken in turn by its two consumers, on one block."""
     assert tma_gemm_probe.simulate([variant]) == 0, capsys.readouterr().out
 
