@@ -98,16 +98,23 @@ def loop_body(stage: Stage, var, layouts: dict, attached_at: dict, reverse_at: d
 def runs_again(stage: Stage, var, layouts: dict) -> bool:
     """Whether a loop that iterates sequentially (not bound to blocks or threads) encloses
     loop ``var`` of ``stage``, so that the body of ``var`` runs more than once per thread."""
+    return bool(enclosing_serial_loops(stage, var, layouts))
+
+
+def enclosing_serial_loops(stage: Stage, var, layouts: dict) -> list:
+    """The loops of more than one iteration, neither bound to blocks or threads, that
+    enclose loop ``var`` of ``stage`` (through the stages it is computed at), as
+    ``(variable, extent)`` pairs from the outermost in."""
+    loops = []
     while True:
         outer = stage.leaf_vars[:stage.leaf_vars.index(var)]
-        if any(loop_kind(stage, v) not in BLOCK_TAGS + THREAD_TAGS and layouts[stage].extents[v] > 1
-               for v in outer):
-            return True
+        loops[:0] = [(v, layouts[stage].extents[v]) for v in outer
+                     if loop_kind(stage, v) not in BLOCK_TAGS + THREAD_TAGS and layouts[stage].extents[v] > 1]
         if stage.attach.kind not in ("at", "reverse_at"):
-            return False
+            return loops
         stage, var = stage.attach.stage, stage.attach.axis
         if loop_kind(stage, var) not in BLOCK_TAGS + THREAD_TAGS and layouts[stage].extents[var] > 1:
-            return True
+            loops.insert(0, (var, layouts[stage].extents[var]))
 
 
 def loop_kind(stage: Stage, var) -> str:

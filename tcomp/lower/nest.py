@@ -21,7 +21,7 @@ from .bounds import StageLayout, region_offset, storage_axes
 from .double_buffer import stage_through_registers
 from .pipeline import one_copy_a_slot, prologue_of, stage_through_ring
 from .tensor_copies import stage_through_boxes, tensor_map_table
-from .loop_body import loop_body, loop_kind, placements, runs_again
+from .loop_body import enclosing_serial_loops, loop_body, loop_kind, placements, runs_again
 
 
 class NestBuilder:
@@ -115,13 +115,15 @@ class NestBuilder:
             if any(step.kind == "land" and step.stage is p for step in steps):
                 _check_overlapped(p, pl, stage, var, kind, "pipeline")
                 if p.pipeline_copy == "tma":
-                    if runs_again(stage, var, self.layouts):
+                    if runs_again(stage, var, self.layouts) and not p.pipeline_specialized:
                         raise LoweringError(f"pipeline(copy=\"tma\") of {p.name}: its ring's barriers count the "
                                             f"tiles of one run of loop {var.name} of {stage.name}, which a serial loop "
-                                            "around runs again; pipeline it with cp.async")
+                                            "around runs again; pipeline it with cp.async, or give the ring a "
+                                            "producer warpgroup (specialized=True), which counts the tiles of every run")
                     barriers = barriers or Buffer(f"{var.name}_landed", "uint64", (p.pipeline_stages,), "shared")
                     rings[p] = stage_through_boxes(p, pl, self.tensor_read(pl), var, extent, p.pipeline_stages,
-                                                   p.pipeline_reader_lag, barriers, self.tensor_map)
+                                                   p.pipeline_reader_lag, barriers, self.tensor_map,
+                                                   ring_start(stage, var, extent, self.layouts))
                 else:
                     rings[p] = stage_through_ring(self.stage_stmt(p), pl.buffer, var, extent, p.pipeline_stages,
                                                   p.name, p.pipeline_reader_lag)
@@ -130,6 +132,10 @@ class NestBuilder:
         _check_ring_sizes(rings, stage, var)
         specialized = any(p.pipeline_specialized for p in rings)
         released = Buffer(f"{var.name}_released", "uint64", (barriers.size,), "shared") if specialized else None
+        # the ring's count of tiles at this iteration: the loop's own where it runs once,
+        # else the tiles of the runs before as well (a warp-specialized ring's barriers
+        # go on from one run to the next)
+        count = binary("+", ring_start(stage, var, extent, self.layouts), var) if specialized else var
         plain_fills = any(step.kind == "fill" for step in steps)
         body = []
         for step in steps:
@@ -137,7 +143,7 @@ class NestBuilder:
                 # the consumers release the slot the block barrier protected; the tiles land
                 # on the slots' barriers (block barriers stay only for tiles filled here)
                 if step.staging == "refill":
-                    body.append(_release(rings, var, released))
+                    body.append(_release(rings, count, released))
                 if plain_fills:
                     body.append(Barrier())
             elif step.kind == "barrier":
@@ -148,7 +154,7 @@ class NestBuilder:
                 body.append(self.stage_stmt(step.stage))
             elif step.kind == "land":  # one wait for every ring's copies of this tile
                 if step.stage is next(iter(rings)):
-                    body.append(_landing(step.stage, var, barriers))
+                    body.append(_landing(step.stage, count, barriers))
             elif step.kind == "issue" and specialized:
                 continue  # the producer warpgroup's
             elif step.kind == "issue" and barriers is not None:  # every ring's tile in one copy
@@ -162,12 +168,13 @@ class NestBuilder:
                 body.append(staged[step.stage].commit if step.kind == "commit" else staged[step.stage].prefetch)
         loop: Stmt = seq(*body)
         for ring in rings.values():
-            loop = ring.reading_slot(loop, var)
+            loop = ring.reading_slot(loop, count)
         for b in reversed(allocs):
             loop = Allocate(b, loop)
         loop = For(var, extent, kind, loop)
         if specialized:  # the inits' block barrier and the warpgroups' roles: tcomp.lower.warp_roles
-            producer = _producer_loop(list(rings.values()), extent, released)
+            producer = _producer_loop(list(rings.values()), extent, released,
+                                      ring_start(stage, var, extent, self.layouts))
             loop = Allocate(barriers, Allocate(released, seq(BarrierInit(barriers, 1),
                                                              BarrierInit(released, 0), producer, loop)))
         elif rings:
@@ -200,14 +207,26 @@ def _release(rings: dict, loop, released: Buffer) -> Stmt:
                          compare("<", behind - 1, loop))
 
 
-def _producer_loop(rings: list, extent: int, released: Buffer) -> Stmt:
-    """The producer's loop over the tiles: each waits until its slot's last tile has been
-    released (a fresh barrier counts as released once: the first use of each slot waits
-    for nothing), then the copies of every ring."""
+def _producer_loop(rings: list, extent: int, released: Buffer, start) -> Stmt:
+    """The producer's loop over the tiles of one run of the ring's loop (``start``: the
+    tiles of the runs before): each waits until its slot's last tile has been released (a
+    fresh barrier counts as released once: the first use of each slot waits for nothing),
+    then the copies of every ring."""
     tile, stages = rings[0].prologue_tile, rings[0].stages
     copies = [substitute(r.producer, {r.prologue_tile: tile}) for r in rings]
-    free = BarrierWait(released, binary("%", tile, stages), binary("%", binary("+", binary("//", tile, stages), 1), 2))
+    count = binary("+", start, tile)
+    free = BarrierWait(released, binary("%", count, stages), binary("%", binary("+", binary("//", count, stages), 1), 2))
     return ProducerLoop(tile, extent, seq(free, one_copy_a_slot(copies)))
+
+
+def ring_start(stage: Stage, var, extent: int, layouts: dict):
+    """The tiles a ring at loop ``var`` of ``stage`` (``extent`` iterations) has taken in
+    the runs of that loop before this one: the runs of the serial loops around it, counted
+    row-major, times ``extent`` (0 where none encloses it)."""
+    runs = IntImm(0)
+    for loop, loop_extent in enclosing_serial_loops(stage, var, layouts):
+        runs = binary("+", binary("*", runs, loop_extent), loop)
+    return binary("*", runs, extent)
 
 
 def _landing(stage: Stage, loop, barriers) -> Stmt:

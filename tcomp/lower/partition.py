@@ -19,7 +19,9 @@ barriers inside stay uniform), and a guard is dropped only where it is provably 
 the result is the same program. The parts are partitioned in turn (an inner loop of the
 last iteration splits where its own guard stops holding), and a store whose guard can
 never hold is removed. Spatial tails bound to blocks need no partitioning:
-bound inference shifts those tiles inwards (``bounds.py``).
+bound inference shifts those tiles inwards (``bounds.py``). A loop around a
+warp-specialized ring's loop (a persistent block's tiles) keeps its guards: peeling it
+would emit the ring twice.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from dataclasses import replace
 
 from ..ir.expr import And, Compare, IntImm, Load, Var, binary, logical_and
 from ..ir.simplify import linear_form
-from ..ir.stmt import Allocate, For, Kernel, Seq, Store
+from ..ir.stmt import Allocate, For, Kernel, ProducerLoop, Seq, Store
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from .intervals import value_range
 
@@ -68,7 +70,10 @@ def _seq(stmts: list):
 
 
 def _partition(loop: For, extents: dict):
-    """(guard-free head, tail) of ``loop``, or None when no guard of it can be dropped."""
+    """(guard-free head, tail) of ``loop``, or None when no guard of it can be dropped
+    (or may not: :func:`_holds_a_ring`)."""
+    if _holds_a_ring(loop):
+        return None
     all_extents = {**extents, **{f.var: f.extent for f in walk(loop.body) if isinstance(f, For)}}
     holds = {}  # guard atom -> number of leading iterations for which it always holds
     for node in walk(loop.body):
@@ -95,6 +100,13 @@ def _partition(loop: For, extents: dict):
     tail_var = Var(loop.var.name, loop.var.dtype)
     tail_body = substitute(loop.body, {loop.var: binary("+", tail_var, head)})
     return head_loop, For(tail_var, loop.extent - head, loop.kind, tail_body)
+
+
+def _holds_a_ring(loop: For) -> bool:
+    """Whether ``loop`` runs a warp-specialized ring's loop again (a persistent block's
+    loop over its tiles): peeling an iteration would repeat the whole ring, the producer's
+    loop, the k loop and their barriers' setup, to drop a guard of the last tile's stores."""
+    return any(isinstance(n, ProducerLoop) for n in walk(loop.body))
 
 
 def _register_copy(store: Store) -> bool:

@@ -220,33 +220,40 @@ class _Producer:
             self.ring.apply(node, env)
 
 
-#: the environment key of the innermost serial loop around an event: the ring's iteration
+#: the environment key of the ring's iteration: the iterations of the innermost serial
+#: loops around the events so far, counted across the runs of the loops around them
 _RING_LOOP = "iteration"
 
 
-def _events(stmt, env: dict, rings: tuple):
+def _events(stmt, env: dict, rings: tuple, counter: list | None = None):
     """``(node, environment)`` of the protocol's statements under ``stmt`` in the order
     one thread runs them: serial and unrolled loops that hold some run each iteration
-    (the innermost serial one's value is the ring's iteration); other loops once."""
+    (each iteration of an innermost serial one is the ring's next iteration); other loops
+    once. ``counter``: the ring's iterations so far (one list for the whole walk)."""
+    counter = [0] if counter is None else counter
     if isinstance(stmt, _EVENTS):
         if not isinstance(stmt, WarpgroupMma) or stmt.a in rings or stmt.b in rings:
             yield stmt, env
     elif isinstance(stmt, Seq):
         for child in stmt.stmts:
-            yield from _events(child, env, rings)
+            yield from _events(child, env, rings, counter)
     elif isinstance(stmt, Allocate):
-        yield from _events(stmt.body, env, rings)
+        yield from _events(stmt.body, env, rings, counter)
     elif isinstance(stmt, For):
         if not any(isinstance(n, _EVENTS) for n in walk(stmt.body)):
             return
         if stmt.kind not in ("serial", "unroll"):
-            yield from _events(stmt.body, env, rings)
+            yield from _events(stmt.body, env, rings, counter)
             return
+        innermost = stmt.kind == "serial" and not any(
+            isinstance(n, For) and n.kind == "serial" and any(isinstance(m, _EVENTS) for m in walk(n.body))
+            for n in walk(stmt.body))
         for value in range(stmt.extent):
             inner = {**env, stmt.var: value}
-            if stmt.kind == "serial":
-                inner[_RING_LOOP] = value
-            yield from _events(stmt.body, inner, rings)
+            if innermost:
+                inner[_RING_LOOP] = counter[0]
+                counter[0] += 1
+            yield from _events(stmt.body, inner, rings, counter)
 
 
 def _where(env: dict) -> str:

@@ -60,11 +60,14 @@ SWIZZLE_BYTES = 128
 
 
 def stage_through_boxes(stage, layout, tensor: Buffer, loop: Var, extent: int, stages: int, reader_lag: int,
-                        barriers: Buffer, tensor_map) -> RingFill:
+                        barriers: Buffer, tensor_map, start=0) -> RingFill:
     """The ring of ``stage``'s tile (``layout``: its bound inference) computed at ``loop``,
     filled by TMA copies of boxes of ``tensor`` (the global buffer its expression reads)
     that complete on ``barriers``; ``tensor_map(tensor, box_rows, box_cols)`` gives the
-    kernel's TensorMap of those boxes. A LoweringError says why a tile is not a box."""
+    kernel's TensorMap of those boxes. ``start``: the tiles the ring took in the runs of
+    ``loop`` before this one, where a warp-specialized producer fills it across them
+    (its tile t of this run goes into slot ``(start + t) % stages``). A LoweringError says
+    why a tile is not a box."""
     tile = layout.buffer
     origin = _box_origin(stage, layout, tensor)
     *lead, rows, cols = tile.shape
@@ -89,7 +92,7 @@ def stage_through_boxes(stage, layout, tensor: Buffer, loop: Var, extent: int, s
     tile_var = Var(f"{loop.name}_ahead", loop.dtype)
     prologue = copy_of(tile_var, tile_var, compare("<", tile_var, extent) if distance > extent else None)
     issue = copy_of(ahead, binary("%", ahead, stages), compare("<", ahead, extent))
-    producer = copy_of(tile_var, binary("%", tile_var, stages))
+    producer = copy_of(tile_var, binary("%", binary("+", start, tile_var), stages))
     return RingFill(tile, ring, stages, prologue, tile_var, issue, copy="tma", producer=producer)
 
 

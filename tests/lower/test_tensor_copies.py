@@ -18,9 +18,9 @@ import pytest
 
 import tcomp as tc
 from tcomp.ir.expr import Var
-from tcomp.ir.stmt import (AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, Buffer,
+from tcomp.ir.stmt import (AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, Buffer, For,
                            Seq, Specialized, Store, TileCopy, WarpgroupMma)
-from tcomp.ir.visitor import walk
+from tcomp.ir.visitor import free_vars, walk
 from tcomp.lower.matrix_operands import index_function
 from tcomp.lower.nest import blocked_index
 from tcomp.lower.warpgroup import _operand_layout
@@ -130,15 +130,55 @@ def test_a_specialized_ring_matches_float64_in_the_simulator(M, N, K, tiles, rng
     check_16_bit_product(s, M, N, K, "bfloat16", rng)
 
 
-def test_the_ffn_epilogue_of_a_specialized_ring_meets_at_the_consumers_barrier(rng):
+def test_a_persistent_blocks_specialized_ring_goes_on_from_one_tile_to_the_next(rng, monkeypatch):
+    """Six 64 x 64 tiles on four persistent blocks (two rounds, the second with two tiles
+    past the output), two k steps each through two slots: the ring's barriers count the
+    tiles of every round (the waits' parities and the slots follow the rounds' loop as
+    well as the k loop), the rounds' loop is not peeled (one copy of the ring), the product
+    matches float64 in the simulator, and a ring that counts one round's tiles only is
+    found broken. Without a producer warpgroup a TMA ring there is refused."""
+    from tcomp.lower import nest
+    from tcomp.lower.ring_protocol import ring_protocol_problems
+
+    M, N, K = 192, 128, 128
+    _, s = _gemm(M, N, K, BM=64, BN=64, BK=64, stages=2, specialized=True, persistent=4)
+    kernel = tc.lower(s).kernels[0]
+    assert kernel.grid == (4, 1, 1)
+    assert sum(isinstance(n, TileCopy) for n in walk(kernel.body)) == 1
+    assert sum(isinstance(n, BarrierInit) for n in walk(kernel.body)) == 2
+    rounds = next(n.var for n in walk(kernel.body) if isinstance(n, For) and n.kind == "serial" and n.extent == 2
+                  and any(isinstance(m, TileCopy) for m in walk(n.body)))
+    waits = [n for n in walk(kernel.body) if isinstance(n, BarrierWait)]
+    assert waits and all(rounds in free_vars(n.parity) for n in waits)
+    assert ring_protocol_problems(kernel) == [] and tc.check(s).legal
+    check_16_bit_product(s, M, N, K, "bfloat16", rng)
+
+    monkeypatch.setattr(nest, "ring_start", lambda *args: 0)
+    problems = ring_protocol_problems(tc.lower(s).kernels[0])
+    assert any("tile 2 of A_shared is copied into slot 0 (iteration 2) before any reader has read tile 0" in p
+               for p in problems), problems
+    monkeypatch.undo()
+
+    _, s = _gemm(M, N, K, BM=64, BN=64, BK=64, stages=2, persistent=4)
+    with pytest.raises(tc.LoweringError, match="a serial loop around runs again.*producer warpgroup"):
+        tc.lower(s)
+    with pytest.raises(tc.ScheduleError, match="persistent=7: a persistent launch takes from 1 block to one a tile"):
+        _gemm(M, N, K, BM=64, BN=64, BK=64, stages=2, specialized=True, persistent=7)
+
+
+@pytest.mark.parametrize("persistent", [0, 1])
+def test_the_ffn_epilogue_of_a_specialized_ring_meets_at_the_consumers_barrier(persistent, rng):
     """The FFN projection's output tile, staged in the rings' bytes for 16-byte stores:
     the consumers' block barriers become named barriers of their 128 threads, which the
-    producer warpgroup never joins; int8 within one step of tc.evaluate."""
+    producer warpgroup never joins; int8 within one step of tc.evaluate. On one persistent
+    block (two tiles) the staged tile has bytes of its own: the producer fills the rings
+    with the next tile's k steps while the consumers stage this one's outputs."""
     M, N, K = 70, 128, 200
     out = ffn_bf16.algorithm(M, N, K)
     s = tc.create_schedule(out)
-    ffn_bf16.schedule(s, out, copy="tma", specialized=True)
+    ffn_bf16.schedule(s, out, copy="tma", specialized=True, **({"persistent": 1} if persistent else {}))
     kernel = tc.lower(s).kernels[0]
+    assert bool(kernel.shared_reuse) != bool(persistent)
     (roles,) = [n for n in walk(kernel.body) if isinstance(n, Specialized)]
     named = [n.threads for n in walk(roles.consumers) if isinstance(n, Barrier)]
     assert named and set(named) == {128 * roles.consumer_warpgroups}
@@ -321,12 +361,14 @@ def test_the_tma_kernels_assemble_for_sm90a_without_spills():
 @pytest.mark.gpu
 def test_tma_rings_match_float64_on_the_gpu(rng):
     """The simulator's shapes and the example's wide blocks on the GPU: the maps made from
-    the arguments' pointers, the boxes' zero fill, the barriers' phases."""
+    the arguments' pointers, the boxes' zero fill, the barriers' phases (on 5 persistent
+    blocks: 12 tiles in 3 rounds, the last with 2 past the output)."""
     for M, N, K, tiles in ((70, 128, 136, dict(BM=64, BN=128, BK=64, stages=3)),
                            (333, 512, 1000, dict(BM=128, BN=256, BK=64, stages=4)),
                            (256, 512, 384, dict(BM=128, BN=128, BK=64, stages=4)),
                            (333, 512, 1000, dict(BM=128, BN=256, BK=64, stages=4, specialized=True)),
-                           (70, 64, 328, dict(BM=64, BN=64, BK=64, stages=3, specialized=True))):
+                           (70, 64, 328, dict(BM=64, BN=64, BK=64, stages=3, specialized=True)),
+                           (333, 1024, 1000, dict(BM=128, BN=256, BK=64, stages=4, specialized=True, persistent=5))):
         _, s = _gemm(M, N, K, **tiles)
         check_16_bit_product(s, M, N, K, "bfloat16", rng)
 

@@ -107,6 +107,17 @@ def test_blocks_in_groups_of_block_rows_cover_the_output_once(rng):
     check_16_bit_product(s, M, N, K, "bfloat16", rng)
 
 
+def test_persistent_blocks_take_the_tiles_in_the_launch_order_and_cover_the_output_once(rng):
+    """Three block rows in groups of two, two columns (six tiles, one group partly past
+    the output) on four persistent blocks: blockIdx.x takes tiles b and b + 4 of the
+    grouped order, the second round's tiles past the output store nothing, and every
+    output is written once (a cp.async ring: its k loop starts again each round)."""
+    M, N, K = 192, 128, 128
+    _, s = _gemm(M, N, K, BM=64, BN=64, BK=64, stages=2, group_rows=2, persistent=4)
+    assert tc.lower(s).kernels[0].grid == (4, 1, 1)
+    check_16_bit_product(s, M, N, K, "bfloat16", rng)
+
+
 def test_a_product_in_8x8_blocks_without_a_ring_matches_float64(rng):
     M, N, K = 64, 128, 128
     _, s = _gemm(M, N, K, BM=64, BN=128, BK=64, stages=0, swizzle=False)

@@ -24,7 +24,7 @@ SPECIALIZED_OTHER_REGISTERS = 40
 
 
 def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fastest=False, swizzle=True,
-                in_flight=1, stage_output=None, copy="cp.async", specialized=False, group_rows=0):
+                in_flight=1, stage_output=None, copy="cp.async", specialized=False, group_rows=0, persistent=0):
     """``out`` (the product itself or an elementwise consumer of it) in BM x BN blocks,
     each a column of BM / 64 warpgroups (``threadIdx.y``) that compute 64 x BN tiles with
     Hopper's ``wgmma.mma_async.m64n{BN}k16``: thread t of a warpgroup holds rows
@@ -47,7 +47,12 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
     ``group_rows`` instead launches the blocks in groups of that many block rows
     (``blockIdx.y``), each group column by column (``blockIdx.x``), so that the blocks
     running together share fewer rows of A than a whole column of blocks does (Triton's
-    grouped order; a group past the last block row stores nothing).
+    grouped order; a group past the last block row stores nothing). ``persistent`` (a
+    number of blocks, one an SM) launches that many blocks instead of one a tile, each
+    taking the output's tiles ``blockIdx.x``, ``blockIdx.x + persistent``, ... in the
+    launch order above (a serial loop around the k loop; the tiles past the output in the
+    last round store nothing); a warp-specialized ring's producer then fills the next
+    tile's slots while the consumers store the last one.
 
     With ``stage_output`` the epilogue writes the block's outputs into a shared tile
     (``cache_write``, its rows padded by 16 bytes against bank conflicts), and after a
@@ -82,7 +87,24 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
         stage_output = output_staged(out, product, BM, BN, BK, stages)
     writer = s.cache_write(out, "shared") if stage_output else None
     acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
-    if group_rows:
+    if persistent:
+        tiles = -(-M // BM) * -(-N // BN)
+        if not 0 < persistent <= tiles:
+            raise ScheduleError(f"persistent={persistent}: a persistent launch takes from 1 block to one a tile; "
+                                f"{M} x {N} in {BM} x {BN} blocks is {tiles} tiles")
+        if group_rows:
+            group, bi = s[out].split(bi, group_rows)
+            s[out].reorder(group, bj, bi, ii, jj)
+            tile = s[out].fuse(s[out].fuse(group, bj), bi)
+        else:
+            outer, inner = (bj, bi) if rows_fastest else (bi, bj)
+            s[out].reorder(outer, inner, ii, jj)
+            tile = s[out].fuse(outer, inner)
+        rounds, blocks = s[out].split(tile, persistent)
+        s[out].reorder(blocks, rounds, ii, jj)
+        s[out].bind(blocks, "blockIdx.x")
+        bj = rounds  # the innermost loop over tiles, where a tile's epilogue is computed
+    elif group_rows:
         group, bi = s[out].split(bi, group_rows)
         s[out].reorder(group, bj, bi, ii, jj)
         bj = s[out].fuse(bj, bi)
