@@ -13,6 +13,7 @@ import tcomp as tc
 from tcomp.search.stages import matrix_product_operands
 from tcomp.search.space import Point, Rule, Space, register_rule
 from tcomp.search.tiling import unregister_rule
+from tcomp.target import get_target
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 sys.path.insert(0, str(EXAMPLES))
@@ -373,6 +374,28 @@ def test_spaces_of_one_algorithm_share_the_enumerated_parameters():
     rule = first.rules_for(groups[0])[0]
     assert again.valid_params(rule, groups[0]) is first.valid_params(rule, groups[0])
     assert other.valid_params(rule, groups[0]) is not first.valid_params(rule, groups[0])
+
+
+def test_the_wgmma_rule_offers_persistent_blocks_only_past_one_wave_with_a_producer():
+    """``persistent`` (the target's SMs) is offered for a warp-specialized ring whose tiles
+    are more than one wave (4096 rows: 512 blocks of 128 x 256), and lowers to one block
+    an SM; not without a producer warpgroup, nor for 1024 rows (128 blocks, one wave)."""
+    import gemm_bf16
+
+    def point(M, **p):
+        space = Space(gemm_bf16.algorithm(M, 4096, 4096))
+        (fusion,) = space.tileable_fusions()
+        (group,) = space.groups(fusion)
+        tiles = dict(BM=128, BN=256, BK=64, stages=4, split_k=1, copy="tma", rows_fastest=True, grouped=True)
+        return space, Point(fusion, ((group.anchor, "wgmma_tiling", _params(**{**tiles, **p})),))
+
+    sms = get_target().sms
+    space, wide = point(4096, specialized=True, persistent=sms)
+    assert space.contains(wide)
+    assert tc.lower(space.schedule(wide)).kernels[0].grid == (sms, 1, 1)
+    for M, p in ((4096, dict(specialized=False, persistent=sms)), (1024, dict(specialized=True, persistent=sms))):
+        space, refused = point(M, **p)
+        assert not space.contains(refused), (M, p)
 
 
 def test_the_wgmma_rule_offers_groups_of_block_rows_only_for_a_tall_column():

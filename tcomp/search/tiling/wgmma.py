@@ -84,7 +84,7 @@ def wgmma_tiles(s, out, product, a, b, BM=128, BN=128, BK=64, stages=4, rows_fas
                             f"of {WGMMA_K} (a k step past K is padded with zeros); BM = {BM}, BN = {BN}, BK = {BK} "
                             f"and the shape is {M} x {N} x {K}")
     if stage_output is None:
-        stage_output = output_staged(out, product, BM, BN, BK, stages)
+        stage_output = output_staged(out, product, BM, BN, BK, stages, beside_rings=bool(persistent))
     writer = s.cache_write(out, "shared") if stage_output else None
     acc, a_shared, b_shared, (bi, bj, ii, jj) = staged_blocks(s, out, product, a, b, BM, BN)
     if persistent:
@@ -174,25 +174,29 @@ def row_group(block_rows: int) -> int:
 OUTPUT_ROW_PAD = 16
 
 
-def output_staged(out, product, BM: int, BN: int, BK: int, stages: int, target=None) -> bool:
+def output_staged(out, product, BM: int, BN: int, BK: int, stages: int, target=None,
+                  beside_rings: bool = False) -> bool:
     """Does :func:`wgmma_tiles` stage ``out``'s tile in shared memory by default? Where
     ``out`` is a stage after the product whose elements are under 4 bytes (a pair of them
     leaves a 32-byte sector partly written) and its padded tile fits ``target``'s
-    (default: ``DEFAULT_TARGET``) shared memory, in the rings' bytes."""
+    (default: ``DEFAULT_TARGET``) shared memory, in the rings' bytes (``beside_rings``:
+    in bytes of its own, a persistent block's)."""
     size = itemsize(out.dtype)
     if out.name == product or size >= 4:
         return False
-    return shared_bytes(BM, BN, BK, stages, size) <= get_target(target).smem_per_block
+    return shared_bytes(BM, BN, BK, stages, size, beside_rings) <= get_target(target).smem_per_block
 
 
-def shared_bytes(BM: int, BN: int, BK: int, stages: int, output_itemsize: int = 0) -> int:
+def shared_bytes(BM: int, BN: int, BK: int, stages: int, output_itemsize: int = 0, beside_rings: bool = False) -> int:
     """Shared memory of :func:`wgmma_tiles`' blocks: the rings of 16-bit operand tiles on
     the swizzle's alignment; a staged output tile (``output_itemsize`` > 0, its rows
     padded) takes the rings' bytes once the k loop is done with them
-    (``tcomp.lower.shared_reuse``), so the block needs the larger of the two."""
+    (``tcomp.lower.shared_reuse``), so the block needs the larger of the two; in a
+    persistent block (``beside_rings``) the rings fill with the next tile's k steps
+    meanwhile, so it needs both."""
     rings = (BM + BN) * BK * 2 * max(stages, 1)
     tile = BM * (BN * output_itemsize + OUTPUT_ROW_PAD) if output_itemsize else 0
-    return max(rings, tile) + SWIZZLE_ALIGNMENT
+    return (rings + tile if beside_rings else max(rings, tile)) + SWIZZLE_ALIGNMENT
 
 
 def _copy_out(s, out, writer, block_axis, rows, cols, BM: int) -> None:
@@ -218,11 +222,15 @@ class WgmmaTiling(Rule):
     ``split_k`` slices on ``blockIdx.z``, added afterwards (``tensor_core_slices``); the
     rings filled by cp.async or (``copy="tma"``, where the operands are 2-D tensors whose
     rows start 16 bytes apart) by TMA boxes, which (``specialized``) a producer warpgroup
-    of its own may issue."""
+    of its own may issue; such a kernel may also run ``persistent``: one block an SM
+    taking the tiles in turn, where the tiles are more than one wave and no slices of k,
+    its producer filling the next tile's slots while the consumers store the last one
+    (``persistent``: the target's SMs; its staged output tile then needs bytes of its own
+    beside the rings)."""
 
     name = "wgmma_tiling"
 
-    defaults = {"split_k": 1, "copy": "cp.async", "specialized": False, "grouped": False}
+    defaults = {"split_k": 1, "copy": "cp.async", "specialized": False, "grouped": False, "persistent": 0}
 
     def applies(self, group, space):
         product = product_stage(group, any_layout=True)
@@ -232,7 +240,7 @@ class WgmmaTiling(Rule):
     def choices(self, group, space):
         return {"BM": [64, 128, 192, 256], "BN": [64, 128, 192, 256], "BK": [64, 128], "stages": [3, 4],
                 "rows_fastest": [False, True], "grouped": [False, True], "split_k": [1, 2, 4, 8],
-                "copy": ["cp.async", "tma"], "specialized": [False, True]}
+                "copy": ["cp.async", "tma"], "specialized": [False, True], "persistent": [0, space.target.sms]}
 
     def valid(self, group, space, p):
         *_, M, N = space.stages[group.anchor].shape
@@ -248,11 +256,16 @@ class WgmmaTiling(Rule):
         specialized = p.get("specialized", False)
         if specialized and p.get("copy") != "tma":
             return False
+        persistent = p.get("persistent", 0)
+        if persistent and not (specialized and p.get("split_k", 1) == 1
+                               and -(-M // p["BM"]) * -(-N // p["BN"]) > space.target.sms):
+            return False  # one block an SM pays only where a producer runs ahead, over more than one wave
         threads = WARPGROUP * (p["BM"] // WGMMA_M + specialized)  # a producer warpgroup of its own
         # NOTE: a specialized kernel is compiled to its launch bounds, which ptxas meets
         # with fewer registers besides the accumulators (154 a thread for 128 of them)
         registers = p["BN"] // 2 + (SPECIALIZED_OTHER_REGISTERS if specialized else WGMMA_OTHER_REGISTERS)
-        shared = shared_bytes(p["BM"], p["BN"], p["BK"], p["stages"])  # an output tile is staged only if it fits
+        # an output tile is staged only if it fits (beside the rings where the block is persistent)
+        shared = shared_bytes(p["BM"], p["BN"], p["BK"], p["stages"])
         return (threads * registers <= space.target.regs_per_sm and shared <= space.target.smem_per_block
                 and tensor_core_slices_valid(group, space, p, p["BM"], p["BN"], p["BK"]))
 
@@ -263,7 +276,8 @@ class WgmmaTiling(Rule):
         wgmma_tiles(s, out, tiled, a, b, BM=p["BM"], BN=p["BN"], BK=p["BK"], stages=p["stages"],
                     rows_fastest=p.get("rows_fastest", False), copy=p.get("copy", "cp.async"),
                     specialized=p.get("specialized", False),
-                    group_rows=row_group(-(-M // p["BM"])) if p.get("grouped") else 0)
+                    group_rows=row_group(-(-M // p["BM"])) if p.get("grouped") else 0,
+                    persistent=p.get("persistent", 0))
 
 
 __all__ = ["OUTPUT_ROW_PAD", "SPECIALIZED_OTHER_REGISTERS", "WGMMA_OTHER_REGISTERS", "WgmmaTiling", "output_staged", "row_group", "shared_bytes", "wgmma_tiles"]
