@@ -221,7 +221,7 @@ def test_an_actor_that_never_starts_is_left_out_and_none_starting_is_an_error(tm
     ray, cluster = _cluster(2, gpus=2)
     try:
         monkeypatch.setenv("TCOMP_MEASURE_STANDIN", "1")
-        monkeypatch.setattr(cluster_module, "START_SECONDS", 5.0)
+        monkeypatch.setattr(cluster_module, "START_SECONDS", 15.0)  # NOTE: 5 s left the one out on a loaded 2-core machine
         holder = ray.remote(num_gpus=1, num_cpus=0)(type("Holder", (), {"ping": lambda self: 0}))
         first = holder.remote()
         ray.get(first.ping.remote())
@@ -232,7 +232,7 @@ def test_an_actor_that_never_starts_is_left_out_and_none_starting_is_an_error(tm
         assert any(s.startswith("measuring on 1 measuring actor(s)") for s in notes.stages), notes.stages
         second = holder.remote()
         ray.get(second.ping.remote())
-        with pytest.raises(ClusterError, match=r"none of the cluster's 2 measuring actors started within 5 s"):
+        with pytest.raises(ClusterError, match=r"none of the cluster's 2 measuring actors started within 15 s"):
             tc.autoschedule(_algorithm(), trials=2, db=tmp_path / "db2.jsonl", cluster=cluster.address)
     finally:
         ray.shutdown()
