@@ -263,10 +263,9 @@ def gemm(A, W, C, map_a, map_w):
     {SYNC}
 '''
 
-_SPECIALIZED = '''
-{SETUP}    wg = tid // _128
-    it = _0
-    rank = {RANK}
+# the producer warpgroup's part of the warp-specialized variants: its first thread fills
+# the ring with every k step of the block's tiles, in order (``it`` counts them)
+_PRODUCER = '''
     if wg == _0:
         {FEWER}
         if tid == _0:
@@ -280,7 +279,12 @@ _SPECIALIZED = '''
                     ks = kk
 {LOAD}
                     it += _1
-    else:
+'''
+
+_SPECIALIZED = '''
+{SETUP}    wg = tid // _128
+    it = _0
+    rank = {RANK}''' + _PRODUCER + '''    else:
         {MORE}
         acc = cuda.local.array(128, float32)
         c = wg - _1
@@ -369,21 +373,7 @@ _EPILOGUE_PINGPONG = '''
 
 _PINGPONG = '''
 {SETUP}    wg = tid // _128
-    if wg == _0:
-        {FEWER}
-        if tid == _0:
-            _tensor_map_acquire(map_a)
-            _tensor_map_acquire(map_w)
-            it = _0
-            for tile in range(uint32(cuda.blockIdx.x), TILES, uint32(cuda.gridDim.x)):
-                tm, tn = _place(tile)
-                for kk in range(KSTEPS):
-                    s = it % S
-                    _wait_empty(bars, S + s, ((it // S) & _1) ^ _1)
-                    ks = kk
-{LOAD}
-                    it += _1
-    else:
+    it = _0''' + _PRODUCER + '''    else:
         {MORE}
         acc = cuda.local.array(128, float32)
         c = wg - _1
