@@ -107,6 +107,7 @@ class NestBuilder:
         steps = loop_body(stage, var, self.layouts, self.attached_at, self.reverse_at)
         allocs, staged, rings = [], {}, {}
         barriers = None  # the mbarriers of TMA rings' slots
+        start = None  # a TMA ring's tiles in the runs of this loop before (ring_start)
         for p in self.attached_at.get((stage, var), []):
             pl = self.layouts[p]
             if any(step.kind == "commit" and step.stage is p for step in steps):
@@ -121,9 +122,10 @@ class NestBuilder:
                                             "around runs again; pipeline it with cp.async, or give the ring a "
                                             "producer warpgroup (specialized=True), which counts the tiles of every run")
                     barriers = barriers or Buffer(f"{var.name}_landed", "uint64", (p.pipeline_stages,), "shared")
+                    start = ring_start(stage, var, extent, self.layouts) if start is None else start
                     rings[p] = stage_through_boxes(p, pl, self.tensor_read(pl), var, extent, p.pipeline_stages,
                                                    p.pipeline_reader_lag, barriers, self.tensor_map,
-                                                   ring_start(stage, var, extent, self.layouts))
+                                                   start)
                 else:
                     rings[p] = stage_through_ring(self.stage_stmt(p), pl.buffer, var, extent, p.pipeline_stages,
                                                   p.name, p.pipeline_reader_lag)
@@ -135,7 +137,7 @@ class NestBuilder:
         # the ring's count of tiles at this iteration: the loop's own where it runs once,
         # else the tiles of the runs before as well (a warp-specialized ring's barriers
         # go on from one run to the next)
-        count = binary("+", ring_start(stage, var, extent, self.layouts), var) if specialized else var
+        count = binary("+", start, var) if specialized else var
         plain_fills = any(step.kind == "fill" for step in steps)
         body = []
         for step in steps:
@@ -173,8 +175,7 @@ class NestBuilder:
             loop = Allocate(b, loop)
         loop = For(var, extent, kind, loop)
         if specialized:  # the inits' block barrier and the warpgroups' roles: tcomp.lower.warp_roles
-            producer = _producer_loop(list(rings.values()), extent, released,
-                                      ring_start(stage, var, extent, self.layouts))
+            producer = _producer_loop(list(rings.values()), extent, released, start)
             loop = Allocate(barriers, Allocate(released, seq(BarrierInit(barriers, 1),
                                                              BarrierInit(released, 0), producer, loop)))
         elif rings:
