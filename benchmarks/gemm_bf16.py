@@ -2,7 +2,7 @@
 wgmma.m64nNk16 or mma.sync.m16n8k16, float32 accumulators and output) against cuBLAS bf16 and
 torch.compile, in one run.
 
-    python benchmarks/gemm_bf16.py [--shape 4096,4096,4096] [--calls 5]
+    python benchmarks/gemm_bf16.py [--shape 4096,4096,4096] [--calls 5] [--rounded]
 
 Besides the example's own schedules (wgmma, and ``mma_sync``) it measures a few variants
 of their tilings: ``gemm_bf16.mma_warp_tiles`` (block and warp tiles, k step, cp.async
@@ -11,9 +11,12 @@ rings, the rows of the shared tiles padded for ldmatrix or not; ``--only mma``) 
 8 x 8 blocks; ``--only wgmma``).
 
 cuBLAS (``torch.matmul`` of bf16 tensors) writes a bf16 C and tcomp a float32 one: 2 bytes
-more per output element for tcomp. tcomp's output is poisoned with NaN first and compared
-with a float64 product of the same bf16 inputs, within the bound of a float32 sum of K exact
-products: ``2 K 2^-24 sum_k |a_ik w_kj|``. Timing: batched CUDA events (``timing.time_cuda_batched``).
+more per output element for tcomp. ``--rounded`` measures ``examples/gemm_bf16_rounded.py``
+instead, the same product rounded to a bf16 C: as many bytes as cuBLAS writes. tcomp's
+output is poisoned with NaN first and compared with a float64 product of the same bf16
+inputs, within the bound of a float32 sum of K exact products, ``2 K 2^-24 sum_k |a_ik
+w_kj|`` (plus half a bf16 step of the product, ``2^-8 |c|``, with ``--rounded``). Timing:
+batched CUDA events (``timing.time_cuda_batched``).
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ def main(argv=None) -> int:
                         help="measure the mma.sync variants, the wgmma ones, or both (default)")
     parser.add_argument("--match", default="", help="only the variants whose label holds this text (or one of "
                                                     "several texts separated by |)")
+    parser.add_argument("--rounded", action="store_true",
+                        help="C rounded to bfloat16 (examples/gemm_bf16_rounded.py), as cuBLAS writes it")
     args = parser.parse_args(argv)
 
     import time
@@ -92,21 +97,26 @@ def main(argv=None) -> int:
     import torch
 
     import gemm_bf16
+    import gemm_bf16_rounded
     import tcomp as tc
     from tcomp.search.tiling import wgmma_tiles
 
     M, N, K = (int(x) for x in args.shape.split(","))
     a, w, want, scale, bound = bf16_product_reference(M, N, K)
+    example, product, c_dtype = ((gemm_bf16_rounded, "P", torch.bfloat16) if args.rounded
+                                 else (gemm_bf16, "C", torch.float32))
+    if args.rounded:
+        bound = bound + 2.0 ** -8 * want.abs()
     flops = 2.0 * M * N * K
 
     def tcomp_row(label, apply):
-        out = gemm_bf16.algorithm(M, N, K)
+        out = example.algorithm(M, N, K)
         s = tc.create_schedule(out)
         apply(s, out)
         start = time.perf_counter()
         mod = tc.build(s)
         built = time.perf_counter() - start
-        c = torch.full((M, N), float("nan"), dtype=torch.float32, device="cuda")
+        c = torch.full((M, N), float("nan"), dtype=c_dtype, device="cuda")
         mod(a, w, c)
         torch.cuda.synchronize()
         error = (c.double() - want).abs()
@@ -117,12 +127,12 @@ def main(argv=None) -> int:
                                            f"largest error {worst:.1e} of sum |a w|"), wrong
 
     rows, wrong = [], 0
-    candidates = [("example schedule (wgmma)", gemm_bf16.schedule), ("mma_sync schedule", gemm_bf16.mma_sync)]
+    candidates = [("example schedule (wgmma)", example.schedule), ("mma_sync schedule", example.mma_sync)]
     if args.only in ("all", "mma"):
-        candidates += [(label, lambda s, out, kw=kw: gemm_bf16.mma_warp_tiles(s, out, "C", "A", "W", **kw))
+        candidates += [(label, lambda s, out, kw=kw: gemm_bf16.mma_warp_tiles(s, out, product, "A", "W", **kw))
                        for label, kw in VARIANTS]
     if args.only in ("all", "wgmma"):
-        candidates += [(label, lambda s, out, kw=kw: wgmma_tiles(s, out, "C", "A", "W", **kw))
+        candidates += [(label, lambda s, out, kw=kw: wgmma_tiles(s, out, product, "A", "W", **kw))
                        for label, kw in WGMMA_VARIANTS]
     for label, apply in candidates:
         if not any(text in label for text in args.match.split("|")):
@@ -138,7 +148,7 @@ def main(argv=None) -> int:
         compiled(a, w)
         rows.append(("torch.compile (matmul, float32 out)", time_cuda_batched(lambda: compiled(a, w), calls=args.calls),
                      ""))
-    print(f"shape {M}x{N}x{K}; the bound: 2 K 2^-24 = {2 * K * 2.0 ** -24:.1e} of sum |a w|")
+    print(f"shape {M}x{N}x{K}, C in {'bfloat16' if args.rounded else 'float32'}; the bound: 2 K 2^-24 = {2 * K * 2.0 ** -24:.1e} of sum |a w|")
     for name, t, _ in rows:
         print(f"{name:60s} {t * 1e3:8.3f} ms {flops / t / 1e12:7.1f} TFLOP/s  {cublas / t:6.3f}x cuBLAS", flush=True)
     return 0 if wrong == 0 else 1

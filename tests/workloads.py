@@ -282,21 +282,23 @@ def vector_op(n=10, name="O"):
     return X, O
 
 
-def check_16_bit_product(s, M: int, N: int, K: int, dtype: str, rng) -> None:
+def check_16_bit_product(s, M: int, N: int, K: int, dtype: str, rng, rounded: bool = False) -> None:
     """Build ``s`` (C = A @ W, A and W of ``dtype`` bfloat16 or float16, C float32), run it on
     fresh inputs into a NaN-poisoned C and check C against float64 within the bound of a
-    float32 sum of K exact products: ``2 K 2^-24 sum_k |a_ik w_kj|``."""
+    float32 sum of K exact products: ``2 K 2^-24 sum_k |a_ik w_kj|``. With ``rounded`` C is
+    bfloat16 (the sum rounded once): half a bf16 step more, ``2^-8 |c|``."""
     import ml_dtypes
 
     narrow = {"bfloat16": ml_dtypes.bfloat16, "float16": np.float16}[dtype]
     a = rng.standard_normal((M, K)).astype(narrow)
     w = rng.standard_normal((K, N)).astype(narrow)
-    got = np.full((M, N), np.nan, np.float32)
+    got = np.full((M, N), np.nan, ml_dtypes.bfloat16 if rounded else np.float32)
     tc.build(s)(a, w, got)
+    got = got.astype(np.float64)
     want = a.astype(np.float64) @ w.astype(np.float64)
     scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
     assert not np.isnan(got).any()
-    assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale)
+    assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale + (2.0 ** -8 * np.abs(want) if rounded else 0))
 
 
 def product_16_bit(M: int, N: int, K: int, b_layout: str = "kn", batch: int = 0):

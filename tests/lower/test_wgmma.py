@@ -27,6 +27,7 @@ from workloads import check_16_bit_product, fp8_steps, int_sentinel, json_from_a
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
 import ffn_bf16  # noqa: E402
 import gemm_bf16  # noqa: E402
+import gemm_bf16_rounded  # noqa: E402
 import swiglu_fp8  # noqa: E402
 
 BF16 = ml_dtypes.bfloat16
@@ -116,6 +117,20 @@ def test_persistent_blocks_take_the_tiles_in_the_launch_order_and_cover_the_outp
     _, s = _gemm(M, N, K, BM=64, BN=64, BK=64, stages=2, group_rows=2, persistent=4)
     assert tc.lower(s).kernels[0].grid == (4, 1, 1)
     check_16_bit_product(s, M, N, K, "bfloat16", rng)
+
+
+def test_the_example_rounded_to_bf16_stages_its_tile_and_matches_float64(rng):
+    """``examples/gemm_bf16_rounded.py`` (C = bf16(A @ W), as cuBLAS writes it): the
+    example's tiling, the rounding in the epilogue, the bf16 tile staged in shared memory
+    and stored 8 values (16 bytes) a thread."""
+    M, N, K = 64, 128, 80
+    out = gemm_bf16_rounded.algorithm(M, N, K)
+    s = tc.create_schedule(out)
+    gemm_bf16_rounded.schedule(s, out)
+    assert any(isinstance(n, WarpgroupMma) for n in walk(tc.lower(s).kernels[0].body))
+    source = tc.build(s).source
+    assert "_store2(C_shared, " in source and "_store8(C, " in source
+    check_16_bit_product(s, M, N, K, "bfloat16", rng, rounded=True)
 
 
 def test_a_product_in_8x8_blocks_without_a_ring_matches_float64(rng):
