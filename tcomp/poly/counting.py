@@ -31,18 +31,66 @@ def instance_count(inst: Instances) -> tuple:
 
 def maps_onto_box(w, access: isl.Map, target: isl.Set, size: int) -> bool:
     """Does ``access`` map the instances of ``w`` onto ``target`` (a box of ``size``
-    points)? Yes when its instances are the whole box of its loops, as many as
-    ``target`` has points, ``access`` is injective on them and its image lies inside
+    points)? Yes when there are as many instances as ``target`` has points
+    (:func:`exact_count`), ``access`` is injective on them and its image lies inside
     ``target``: an injective image of ``size`` points inside ``size`` points is all of
     them. No subtraction of a set whose indices divide (a fused thread index) is needed."""
-    extents = [loop.extent for loop in w.loops]
-    if math.prod(extents) != size:
-        return False
-    box = box_set(w.domain.get_tuple_name(), extents)
-    if not box.is_subset(w.domain):  # a guard removes instances: count them no more
+    if exact_count(w) != size:
         return False
     image = access.intersect_domain(w.domain)
     return image.is_injective() and image.range().is_subset(target)
+
+
+#: the isl operations that :func:`exact_count` may spend before it gives up
+COUNT_STEPS = 20_000
+
+
+def exact_count(w) -> int | None:
+    """The instances of ``w``, counted without enumerating them one by one: the product
+    of its loop extents where no guard removes any; else, loop by loop from the
+    outermost, each value's instances counted alike (a whole box at once, or the points
+    of a few outer loops times the extents of the inner loops that no guard touches: the
+    rounds of persistent blocks past the last tile, the rows of a partial tile). None
+    where that takes more than ``COUNT_STEPS`` isl operations."""
+    extents = [loop.extent for loop in w.loops]
+    box = box_set(w.domain.get_tuple_name(), extents)
+    if not w.domain.is_subset(box):
+        return None
+    steps = [COUNT_STEPS]
+    try:
+        return _count(w.domain, box, extents, 0, steps)
+    except _OutOfSteps:
+        return None
+
+
+class _OutOfSteps(Exception):
+    pass
+
+
+def _count(domain: isl.Set, box: isl.Set, extents: list, fixed: int, steps: list) -> int:
+    """Points of ``domain`` (inside ``box``, whose first ``fixed`` dimensions hold one
+    value each)."""
+    steps[0] -= 1
+    if steps[0] < 0:
+        raise _OutOfSteps
+    if domain.is_empty():
+        return 0
+    inner = math.prod(extents[fixed:])
+    if box.is_subset(domain):
+        return inner
+    dims = len(extents)
+    for outer in range(fixed + 1, dims):  # the guards touch the first `outer` dimensions only
+        if math.prod(extents[fixed:outer]) > 64:
+            break
+        prefix = domain.project_out(isl.dim_type.set, outer, dims - outer)
+        rest = prefix.insert_dims(isl.dim_type.set, outer, dims - outer).set_tuple_name(domain.get_tuple_name())
+        if rest.intersect(box).is_equal(domain):
+            return prefix.count_val().to_python() * math.prod(extents[outer:])
+    total = 0
+    for value in range(extents[fixed]):
+        one = isl.Set(f"{{ {domain.get_tuple_name()}[{', '.join(f'x{d}' for d in range(dims))}] : x{fixed} = {value} }}")
+        total += _count(domain.intersect(one), box.intersect(one), extents, fixed + 1, steps)
+    return total
 
 
 def box_set(name: str, extents) -> isl.Set:

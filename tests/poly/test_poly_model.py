@@ -230,6 +230,42 @@ def test_the_counting_proof_of_a_complete_write():
     assert not _written_before(read, [collapsed], prog.storage[s["Z"].tensor])
 
 
+@pytest.mark.parametrize("M, N, persistent", [(192, 128, 4), (200, 136, 5)])
+def test_guarded_instances_are_counted_as_isl_counts_them(M, N, persistent):
+    """``exact_count`` of the output's store under persistent blocks in groups of block
+    rows (the rounds past the last tile guarded off; at 200 x 136 also the partial tiles'
+    rows and columns) equals isl's count of the points, and the product of the extents
+    where no guard cuts."""
+    from tcomp.poly.counting import exact_count
+    from tcomp.search.tiling import wgmma_tiles
+
+    gemm = examples_module("gemm_bf16")
+    out = gemm.algorithm(M, N, 64)
+    s = tc.create_schedule(out)
+    wgmma_tiles(s, out, "C", "A", "W", BM=64, BN=64, BK=64, stages=2, group_rows=2, persistent=persistent)
+    (store,) = [w for w in poly.scheduled_program(s).statements if w.name == "C"]
+    assert store.guarded
+    assert exact_count(store) == store.domain.count_val().to_python() == M * N
+    s = tc.create_schedule(out)
+    wgmma_tiles(s, out, "C", "A", "W", BM=64, BN=64, BK=64, stages=2)
+    (store,) = [w for w in poly.scheduled_program(s).statements if w.name == "C"]
+    assert exact_count(store) == store.domain.count_val().to_python()
+
+
+@pytest.mark.timeout(120)
+def test_persistent_blocks_over_a_large_output_check_in_seconds():
+    """4096^3 in 128 x 256 tiles on 132 persistent blocks in groups of 16 block rows (the
+    tile index a sum of divisions): the bounds and coverage proofs avoid isl's
+    subtraction, which took minutes here (a hang fails the test's timeout)."""
+    from tcomp.search.tiling import wgmma_tiles
+
+    gemm = examples_module("gemm_bf16")
+    out = gemm.algorithm(4096, 4096, 4096)
+    s = tc.create_schedule(out)
+    wgmma_tiles(s, out, "C", "A", "W", BM=128, BN=256, BK=64, stages=4, group_rows=16, persistent=132)
+    assert tc.check(s).legal
+
+
 @pytest.mark.parametrize("shape", ["M=64,N=64,K=16"])
 def test_cli_check_prints_the_report(shape, capsys):
     from pathlib import Path
