@@ -418,3 +418,20 @@ def test_the_wgmma_rule_offers_groups_of_block_rows_only_for_a_tall_column():
     for M, order in ((4096, dict(rows_fastest=False, grouped=True)), (1024, dict(rows_fastest=True, grouped=True))):
         space, short = point(M, **order)
         assert not space.contains(short), (M, order)
+
+
+def test_the_wgmma_rule_seeds_the_wide_tiling_where_it_fills_the_sms():
+    """The search measures the example's wide tiling first (128 x 256, 4 stages, a column
+    first in groups, TMA from a producer warpgroup, then cp.async) where its blocks give
+    nine SMs in ten one each (4096 x 4096: 512 blocks); not at 1024 x 1024 (32 blocks)."""
+    import gemm_bf16_rounded
+
+    space = Space(gemm_bf16_rounded.algorithm(4096, 4096, 4096))
+    seeds = space.seed_points()
+    assert [dict(params)["copy"] for _, rule, params in (p.tilings[0] for p in seeds)] == ["tma", "cp.async"]
+    for point in seeds:
+        ((_, rule, params),) = point.tilings
+        assert rule == "wgmma_tiling" and space.contains(point)
+        assert {k: dict(params)[k] for k in ("BM", "BN", "stages", "grouped", "rows_fastest")} == \
+            dict(BM=128, BN=256, stages=4, grouped=True, rows_fastest=True)
+    assert Space(gemm_bf16_rounded.algorithm(1024, 1024, 1024)).seed_points() == []
