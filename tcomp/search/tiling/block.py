@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .base import Rule
 from .fills import cooperative_fill
-from .products import fits_problem, operand_caches, output_tiles, product_stage
+from .products import fits_problem, operand_caches, output_tiles, product_stage, tiles_that_fit
 from .register_tiles import block_and_thread_tiles, k_loop, overlap, overlap_valid, tile_shared_bytes
 from .split_k import split_k_valid, tiled_stage
 
@@ -23,8 +23,9 @@ class BlockTiling(Rule):
         return product_stage(group) is not None
 
     def choices(self, group, space):
-        return {"BM": [16, 32, 64, 128, 256], "BN": [16, 32, 64, 128, 256], "BK": [8, 16, 32],
-                "TM": [2, 4, 8], "TN": [2, 4, 8], "transpose_a": [False, True], "vector": [1, 2, 4],
+        M, N = space.stages[group.anchor].shape
+        return {"BM": tiles_that_fit([16, 32, 64, 128, 256], M), "BN": tiles_that_fit([16, 32, 64, 128, 256], N),
+                "BK": [8, 16, 32], "TM": [2, 4, 8], "TN": [2, 4, 8], "transpose_a": [False, True], "vector": [1, 2, 4],
                 "double_buffer": [False, True], "pipeline": [0, 3, 4], "k_unroll": [1, 2, 4], "fragment_k": [1, 4],
                 "split_k": [1, 2, 4]}
 

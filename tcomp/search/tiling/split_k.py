@@ -7,7 +7,7 @@ from __future__ import annotations
 from ..kernels import Group
 from .base import Rule
 from .fills import cooperative_fill
-from .products import accumulator, fits_problem, operand_caches, product_stage
+from .products import accumulator, fits_problem, operand_caches, product_stage, tiles_that_fit
 from .register_tiles import block_and_thread_tiles, k_loop, tile_shared_bytes
 
 
@@ -106,7 +106,9 @@ class SplitK(Rule):
         return -(-M // 16) * -(-N // 32) < space.target.sms  # even the smallest tiles leave SMs idle
 
     def choices(self, group, space):
-        return {"parts": [2, 4, 8, 16], "BM": [16, 32, 64], "BN": [32, 64, 128], "BK": [8, 16, 32],
+        M, N = space.stages[group.anchor].shape
+        return {"parts": [2, 4, 8, 16], "BM": tiles_that_fit([16, 32, 64], M), "BN": tiles_that_fit([32, 64, 128], N),
+                "BK": [8, 16, 32],
                 "TM": [1, 2, 4], "TN": [2, 4, 8], "vector": [1, 2, 4], "threads": [64, 128, 256]}
 
     def valid(self, group, space, p):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from .base import Rule
 from .fills import cooperative_fill
-from .products import fits_problem, operand_caches, output_tiles, product_stage
+from .products import fits_problem, operand_caches, output_tiles, product_stage, tiles_that_fit
 from .register_tiles import k_loop, overlap, overlap_valid, tile_shared_bytes
 from .split_k import split_k_valid, tiled_stage
 
@@ -21,7 +21,9 @@ class WarpTiling(Rule):
         return product_stage(group) is not None
 
     def choices(self, group, space):
-        return {"BM": [64, 128, 256], "BN": [64, 128, 256], "BK": [8, 16, 32], "WM": [32, 64, 128],
+        M, N = space.stages[group.anchor].shape
+        return {"BM": tiles_that_fit([64, 128, 256], M), "BN": tiles_that_fit([64, 128, 256], N), "BK": [8, 16, 32],
+                "WM": [32, 64, 128],
                 "WN": [32, 64, 128], "WNITER": [1, 2, 4], "TM": [4, 8], "TN": [4, 8], "k_unroll": [1, 2, 4, 8],
                 "double_buffer": [False, True], "pipeline": [0, 3, 4], "split_k": [1, 2, 4]}
 
