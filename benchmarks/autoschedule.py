@@ -13,7 +13,7 @@ bf16 FFN projection of examples/ffn_bf16.py at 1024x12288x4096), ffn1 (the same 
 row), ffn16 (16 rows), ffndown1 (one row of the down projection's shape, 1 x 4096 x 12288), gemm4096 (the bf16 matmul
 of examples/gemm_bf16.py; gemm8192 at 8192^3), gemm4096rounded, gemm8192rounded (examples/gemm_bf16_rounded.py:
 the product rounded to a bf16 C, as cuBLAS writes it), gemm4000x1000 (the same at 4000 x 4000 x 1000: K a
-multiple of no k step, M and N of no block), gemm2048x8192 (2048 x 2048 x 8192: 128 output tiles
+multiple of no k step, M and N of no block; gemm4000x1000rounded with a bf16 C), gemm2048x8192 (2048 x 2048 x 8192: 128 output tiles
 for 132 SMs), linear4096 (examples/linear_bf16.py: A @ W.T, W stored [N, K], 4096^3),
 batched8x1024 (examples/batched_gemm_bf16.py: 8 products of 1024^3), the row operators
 softmax4096, softmax4096x32768, softmax1x151936, softmax8192x1024 (examples/softmax.py,
@@ -61,6 +61,8 @@ CASES = {
                         "gemm_bf16_rounded_8192"),
     "gemm4000x1000": ("gemm_bf16.py", dict(M=4000, N=4000, K=1000), ["schedule", "mma_sync"],
                       "gemm_bf16_4000x4000x1000"),
+    "gemm4000x1000rounded": ("gemm_bf16_rounded.py", dict(M=4000, N=4000, K=1000), ["schedule"],
+                             "gemm_bf16_rounded_4000x4000x1000"),
     "gemm2048x8192": ("gemm_bf16.py", dict(M=2048, N=2048, K=8192), ["schedule", "mma_sync"],
                       "gemm_bf16_2048x2048x8192"),
     "linear4096": ("linear_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "linear_bf16_4096"),

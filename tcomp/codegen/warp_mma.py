@@ -254,49 +254,77 @@ def _lane_and_warp(size: int = 32):
     return lane, warp
 
 
-def _exchange(name: str, value, size: int = 32):
+def _exchange(name: str, value, size: int = 32, combine=None):
     """Every lane's ``value`` for this instruction, indexed by lane (all ``size`` lanes of
-    the warp, or of the warpgroup, must call)."""
+    the warp, or of the warpgroup, must call). With ``combine``, the first lane instead
+    computes ``combine(values)`` once for the whole group, while the others wait, and every
+    lane gets that back: an instruction's result computed once, not once per lane (32 or
+    128 times the work in the simulator)."""
     lane, warp = _lane_and_warp(size)
     warp.slots[lane] = value
     try:
         warp.barrier.wait()
-        everyone = [warp.slots[n] for n in range(size)]
-        warp.barrier.wait()  # NOTE: nobody overwrites a slot before every lane has read
+        if combine is None:
+            result = [warp.slots[n] for n in range(size)]
+        elif lane == 0:
+            try:
+                warp.combined = combine([warp.slots[n] for n in range(size)])
+            except Exception as error:  # NOTE: raised in every lane below, not left to the barrier's timeout
+                warp.combined = error
+        warp.barrier.wait()  # NOTE: nobody overwrites a slot (or the result) before every lane has read
     except threading.BrokenBarrierError:
         raise RuntimeError(f"{name}: not every lane of the warp executed it (warp-level instructions need all "
                            f"{size} lanes of a {'warp' if size == 32 else 'warpgroup'}, in the same order)") from None
-    return lane, everyone
+    if combine is not None:
+        result = warp.combined
+        if isinstance(result, Exception):
+            raise result
+    return lane, result
 
 
-def _halves(reg: int, kind: str) -> tuple:
-    bits = np.array([reg & 0xFFFF, (reg >> 16) & 0xFFFF], dtype=np.uint16)
-    return tuple(float(v) for v in bits.view(_NARROW[kind]).astype(np.float64))
+def _halves(regs, kind: str) -> np.ndarray:
+    """The two 16-bit floats (low half first) of each 32-bit register of ``regs`` (ints,
+    signed or not), as float64."""
+    regs = np.asarray(regs, dtype=np.int64).astype(np.uint32)  # NOTE: wraps a signed register's value
+    bits = np.stack([regs & 0xFFFF, regs >> 16], axis=-1).astype(np.uint16)
+    return bits.view(_NARROW[kind]).astype(np.float64)
+
+
+def _places(element, regs: int, halves: int | None) -> tuple:
+    """Row and column arrays of ``element(lane, reg[, half])`` for every lane of a warp."""
+    if halves is None:
+        places = np.array([[element(n, r) for r in range(regs)] for n in range(32)])
+    else:
+        places = np.array([[[element(n, r, h) for h in range(halves)] for r in range(regs)] for n in range(32)])
+    return places[..., 0], places[..., 1]
+
+
+_A_PLACES, _B_PLACES, _C_PLACES = _places(a_element, 4, 2), _places(b_element, 2, 2), _places(c_element, 4, None)
 
 
 def _sim_mma(kind: str):
-    def mma(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
-        lane, lanes = _exchange(f"mma_m16n8k16_{kind}", ((int(a0), int(a1), int(a2), int(a3)), (int(b0), int(b1)),
-                                                         (float(c0), float(c1), float(c2), float(c3))))
+    def product(lanes):
         A, B, C = np.zeros((16, 16)), np.zeros((16, 8)), np.zeros((16, 8))
-        for n, (a, b, c) in enumerate(lanes):
-            for r in range(4):
-                for h, v in enumerate(_halves(a[r], kind)):
-                    A[a_element(n, r, h)] = v
-                C[c_element(n, r)] = c[r]
-            for r in range(2):
-                for h, v in enumerate(_halves(b[r], kind)):
-                    B[b_element(n, r, h)] = v
-        D = (A @ B + C).astype(np.float32)  # NOTE: exact products, float64 sums, one rounding
-        return tuple(np.float32(D[c_element(lane, r)]) for r in range(4))
+        A[_A_PLACES] = _halves([a for a, _, _ in lanes], kind)
+        B[_B_PLACES] = _halves([b for _, b, _ in lanes], kind)
+        C[_C_PLACES] = [c for _, _, c in lanes]
+        return (A @ B + C).astype(np.float32)  # NOTE: exact products, float64 sums, one rounding
+
+    def mma(a0, a1, a2, a3, b0, b1, c0, c1, c2, c3):
+        lane, D = _exchange(f"mma_m16n8k16_{kind}", ((int(a0), int(a1), int(a2), int(a3)), (int(b0), int(b1)),
+                                                     (float(c0), float(c1), float(c2), float(c3))), combine=product)
+        return tuple(D[_C_PLACES[0][lane], _C_PLACES[1][lane]])
 
     return mma
 
 
+_LANES = np.arange(32)
+
+
 def _sim_ldmatrix(count: int, trans: bool):
-    def ldmatrix(smem, index):
-        lane, lanes = _exchange(f"ldmatrix_x{count}", (smem, int(index)))
-        regs = []
+    def load(lanes):
+        regs = np.empty((32, count), np.uint32)
+        group, t = _LANES // 4, _LANES % 4
         for m in range(count):
             rows = [lanes[8 * m + r] for r in range(8)]
             misaligned = [start for _, start in rows if start % 8]
@@ -304,10 +332,14 @@ def _sim_ldmatrix(count: int, trans: bool):
                 raise RuntimeError(f"ldmatrix_x{count}: a row starts at element {misaligned[0]}, not at a multiple "
                                    "of 8 (its 16 bytes must be 16-byte aligned)")
             matrix = np.array([np.asarray(array[start:start + 8]).view(np.uint16) for array, start in rows])
-            group, t = divmod(lane, 4)
-            pair = matrix[2 * t:2 * t + 2, group] if trans else matrix[group, 2 * t:2 * t + 2]
-            regs.append(np.uint32(int(pair[0]) | (int(pair[1]) << 16)))
-        return regs[0] if count == 1 else tuple(regs)
+            pairs = matrix[2 * t[:, None] + [0, 1], group[:, None]] if trans else matrix[group[:, None],
+                                                                                        2 * t[:, None] + [0, 1]]
+            regs[:, m] = pairs[:, 0].astype(np.uint32) | (pairs[:, 1].astype(np.uint32) << 16)
+        return regs
+
+    def ldmatrix(smem, index):
+        lane, regs = _exchange(f"ldmatrix_x{count}", (smem, int(index)), combine=load)
+        return regs[lane, 0] if count == 1 else tuple(regs[lane])
 
     return ldmatrix
 

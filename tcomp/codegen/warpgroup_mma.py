@@ -53,7 +53,7 @@ from numba.cuda.extending import intrinsic
 
 from .narrow_floats import _asm
 from .vector_access import _element_pointer
-from .warp_mma import _exchange, _lane_and_warp, _make_plain, _shared_address
+from .warp_mma import _exchange, _make_plain, _shared_address
 from ..target.wgmma_layout import WARPGROUP, WGMMA_WIDTHS, a_address, accumulator_element, b_address
 
 _I32, _I64, _F32 = ir.IntType(32), ir.IntType(64), ir.FloatType()
@@ -223,27 +223,40 @@ def _accumulator_places(n: int) -> tuple:
     return places[..., 0], places[..., 1]
 
 
+def _key(descriptor) -> tuple:
+    """What tells a model's descriptor (shared array, start, strides, mode) from another."""
+    smem, *fields = descriptor
+    return (np.asarray(smem).__array_interface__["data"][0], *(int(f) for f in fields))  # NOTE: each thread's own view
+
+
 def sim_wgmma(n: int, kind: str, trans_b: bool, offsets: tuple):
     """The model of :func:`wgmma`: the warpgroup's 128 threads meet and post their
-    accumulators, each reads the operands from shared memory, they meet again (so that no
-    lane's reads outlast another's next step), and each takes its registers of the 64 x n
-    product back."""
+    descriptors and accumulators; one of them reads the operands from shared memory and
+    computes the 64 x n product while the others wait (so that no lane's reads outlast
+    another's next step), and each takes its registers of it back."""
     rows, cols = _accumulator_places(n)
+    name = f"wgmma_m64n{n}k16"
 
-    def mma(desc_a, desc_b, acc, base):
-        slots = [int(base) + off for off in offsets]
-        thread, everyone = _exchange(f"wgmma_m64n{n}k16", (desc_a, desc_b, [float(acc[s]) for s in slots]),
-                                     size=WARPGROUP)
+    def product(everyone):
+        descriptors = {(_key(desc_a), _key(desc_b)) for desc_a, desc_b, _ in everyone}
+        if len(descriptors) > 1:
+            raise RuntimeError(f"{name}: the warpgroup's threads passed {len(descriptors)} different pairs of "
+                               f"operand descriptors; the instruction takes one")
+        desc_a, desc_b, _ = everyone[0]
         A = _operand(desc_a, 64, 16, kind, a_address)
         B = _operand(desc_b, 16, n, kind,
                      lambda start, k, c, lbo, sbo, mode: b_address(start, k, c, lbo, sbo, trans_b, mode))
-        # NOTE: no lane goes on before every lane has read the operands: on the GPU a
-        # wait_group retires the whole warpgroup's reads, so one lane may release the slot
-        # (an mbarrier arrival) while another's model would still be reading it
-        _lane_and_warp(WARPGROUP)[1].barrier.wait()
+        # NOTE: every thread waits while the operands are read: on the GPU a wait_group
+        # retires the whole warpgroup's reads, so one lane may release the slot (an
+        # mbarrier arrival) while another's model would still be reading it
         C = np.zeros((64, n))
         C[rows, cols] = np.array([values for _, _, values in everyone])
-        D = (A @ B + C).astype(np.float32)  # NOTE: exact products, float64 sums, one rounding
+        return (A @ B + C).astype(np.float32)  # NOTE: exact products, float64 sums, one rounding
+
+    def mma(desc_a, desc_b, acc, base):
+        slots = [int(base) + off for off in offsets]
+        thread, D = _exchange(name, (desc_a, desc_b, [float(acc[s]) for s in slots]), size=WARPGROUP,
+                              combine=product)
         for i, s in enumerate(slots):
             acc[s] = D[rows[thread, i], cols[thread, i]]
 
