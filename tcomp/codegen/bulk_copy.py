@@ -213,10 +213,12 @@ def set_max_registers(count: int, grow: bool):
 # ---------------------------------------------------------------------------- simulator models
 
 _SIM_LOCK = threading.Lock()
+#: notified whenever a simulated barrier's phase completes (the waiting threads sleep on it)
+_SIM_PHASE = threading.Condition(_SIM_LOCK)
 _SIM_BARRIERS: dict = {}  # the key a barrier's word holds -> its state
 _SIM_TENSORS: dict = {}   # simulated tensor map id -> (array, rows, cols, box rows, box cols, swizzle)
 _SIM_IDS = itertools.count(1)
-#: seconds a simulated wait may spin before it reports a barrier that never completes
+#: seconds a simulated wait may last before it reports a barrier that never completes
 SIM_WAIT_LIMIT = 120.0
 
 
@@ -228,9 +230,12 @@ class _SimBarrier:
         self.parity, self.expected, self.missing, self.bytes = 0, count, count, 0
 
     def settle(self) -> None:
+        """Complete the phase if nothing is missing, and wake the waiting threads (the
+        caller holds ``_SIM_LOCK``)."""
         if self.missing == 0 and self.bytes == 0:
             self.parity ^= 1
             self.missing = self.expected
+            _SIM_PHASE.notify_all()
 
 
 def _sim_barrier(bars, index) -> _SimBarrier:
@@ -275,15 +280,14 @@ def sim_mbarrier_arrive(bars, index):
 
 
 def sim_mbarrier_wait(bars, index, parity):
-    start = time.monotonic()
-    while True:
-        with _SIM_LOCK:
-            if _sim_barrier(bars, index).parity != int(parity) & 1:
-                return
-        if time.monotonic() - start > SIM_WAIT_LIMIT:
-            raise RuntimeError(f"mbarrier_wait: the phase of parity {int(parity) & 1} never completed "
-                               f"(a ring's protocol is broken: an arrival or a copy is missing)")
-        time.sleep(0)
+    deadline = time.monotonic() + SIM_WAIT_LIMIT
+    with _SIM_PHASE:
+        while _sim_barrier(bars, index).parity == int(parity) & 1:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise RuntimeError(f"mbarrier_wait: the phase of parity {int(parity) & 1} never completed "
+                                   f"(a ring's protocol is broken: an arrival or a copy is missing)")
+            _SIM_PHASE.wait(left)
 
 
 def sim_tensor_map(array, shape: tuple, box_rows: int, box_cols: int, swizzle: int = 128) -> np.ndarray:

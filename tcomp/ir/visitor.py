@@ -10,13 +10,24 @@ from dataclasses import fields, replace
 from typing import Callable, Iterator
 
 from .expr import Expr, Var
-from .stmt import Allocate, For, Seq, Store
+from .stmt import Allocate, For, Seq, Stmt, Store
+
+_NODE_TYPES = (Expr, Stmt)
+_FIELD_NAMES: dict = {}  # node class -> (names of its fields, names of those __init__ takes)
 
 
 def _is_node(value) -> bool:
-    from .stmt import Stmt
+    return isinstance(value, _NODE_TYPES)
 
-    return isinstance(value, (Expr, Stmt))
+
+def _field_names(cls) -> tuple:
+    """The names of ``cls``'s dataclass fields, and of those its ``__init__`` takes (looked
+    up once a class: ``dataclasses.fields`` was a tenth of a search's screening)."""
+    names = _FIELD_NAMES.get(cls)
+    if names is None:
+        every = fields(cls)
+        names = _FIELD_NAMES[cls] = (tuple(f.name for f in every), tuple(f.name for f in every if f.init))
+    return names
 
 
 def _map_value(value, f):
@@ -32,13 +43,11 @@ def _map_value(value, f):
 def map_children(node, f: Callable):
     """Apply ``f`` to every child node; rebuild ``node`` only if a child changed."""
     changes = {}
-    for fld in fields(node):
-        if not fld.init:
-            continue
-        value = getattr(node, fld.name)
+    for name in _field_names(type(node))[1]:
+        value = getattr(node, name)
         new = _map_value(value, f)
         if new is not value:
-            changes[fld.name] = new
+            changes[name] = new
     return replace(node, **changes) if changes else node
 
 
@@ -62,13 +71,18 @@ def substitute(node, mapping: dict):
 
 def walk(node) -> Iterator:
     """Every node under ``node``, pre-order."""
-    yield node
-    for fld in fields(node):
-        value = getattr(node, fld.name)
-        values = value if isinstance(value, tuple) else (value,)
-        for v in values:
-            if _is_node(v):
-                yield from walk(v)
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        children = []
+        for name in _field_names(type(current))[0]:
+            value = getattr(current, name)
+            if isinstance(value, tuple):
+                children.extend(v for v in value if isinstance(v, _NODE_TYPES))
+            elif isinstance(value, _NODE_TYPES):
+                children.append(value)
+        stack.extend(reversed(children))
 
 
 def free_vars(node) -> set:

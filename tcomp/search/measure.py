@@ -153,6 +153,33 @@ def _standin_time(source: str) -> dict:
     return {"status": "ok", "measured": seconds, "spread": 0.0, "times": [seconds] * 3}
 
 
+def _simulated_path(bench: str, source: str) -> str:
+    import hashlib
+
+    return os.path.join(bench, "simulated", hashlib.sha256(source.encode()).hexdigest()[:32] + ".json")
+
+
+def _simulated_answer(bench: str, source: str) -> dict | None:
+    """The answer a run in the simulator gave for ``source`` with this bench, if any: the
+    simulator has no clock (its time is None, or the stand-in's, made from the source), so
+    a source it validated is not run again (the final re-measurement asks once a round,
+    each round in a fresh runner)."""
+    try:
+        with open(_simulated_path(bench, source)) as f:
+            return json.load(f)
+    except FileNotFoundError:
+        return None
+
+
+def _remember_simulated(bench: str, source: str, answer: dict) -> None:
+    path = _simulated_path(bench, source)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    partial = f"{path}.{os.getpid()}"
+    with open(partial, "w") as f:
+        json.dump(answer, f)
+    os.replace(partial, path)  # NOTE: whole or absent for a runner reading it at the same time
+
+
 def worker_device(worker: int, visible: str | None = None, count: int | None = None) -> str:
     """What ``CUDA_VISIBLE_DEVICES`` a measuring worker gets: the ``worker``-th (modulo)
     of the devices this process sees: ``visible`` (default: this process's
@@ -265,10 +292,14 @@ class _Child:
         self.references = [load_array(os.path.join(bench, f"reference{n}.npy"), t.dtype)
                            for n, t in enumerate(self.outputs)]
         self.device_inputs = None
+        self.bench = bench
 
     def run(self, request: dict) -> dict:
         if request["source"] == TORCH_MATMUL:
             return self._torch_matmul(request)
+        remembered = _simulated_answer(self.bench, request["source"])
+        if remembered is not None:
+            return remembered
         from ..build import build
         from ..errors import CapacityError, CodegenError, DriverError, LoweringError, ScheduleError
         from ..schedule.schedule import replay
@@ -300,9 +331,10 @@ class _Child:
             if not ok:
                 return {"status": "wrong", "error": f"output {t.name}: {'; '.join(lines)}"}
         if mod.simulator:
-            if standin_timing():
-                return _standin_time(request["source"])
-            return {"status": "ok", "measured": None, "spread": None}
+            answer = _standin_time(request["source"]) if standin_timing() else {"status": "ok", "measured": None,
+                                                                                 "spread": None}
+            _remember_simulated(self.bench, request["source"], answer)
+            return answer
         copies = self._device_copies()
         return self._time(lambda n, outs: mod(*copies[n], *outs), request, replayed=True)
 

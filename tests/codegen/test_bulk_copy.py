@@ -116,10 +116,7 @@ def test_bad_tensor_maps_and_register_counts_are_refused_before_the_driver():
         bulk_copy.set_max_registers(100, True)
 
 
-# NOTE: the warp-specialized probes take a minute or more each in the simulator; the fast
-# suite runs the TMA probe, and the long runs (-m long) the other two
-@pytest.mark.parametrize("variant", ["tma", pytest.param("ws-persist", marks=pytest.mark.long),
-                                     pytest.param("ws-pingpong", marks=pytest.mark.long)])
+@pytest.mark.parametrize("variant", ["tma", "ws-persist", "ws-pingpong"])
 def test_the_probe_kernels_match_float64_in_the_simulator(variant, capsys):
     """Two row tiles (the second past M's edge) and two columns, three k steps through two
     slots, the persistent kernel's four tiles on one block: every phase of both barriers of

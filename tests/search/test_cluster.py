@@ -255,7 +255,7 @@ def test_actors_that_all_died_and_gpus_the_cluster_lacks_are_named(two_nodes):
     assert actors.workers == {}
 
 
-def test_a_node_with_another_tcomp_version_is_named(tmp_path):
+def test_a_node_with_another_tcomp_version_is_named(tmp_path, few_draws):
     """Workers whose Python path finds another tcomp's metadata first (as a node with
     another tcomp installed would: their working folder holds it) stop the search before
     anything is measured, naming the node and both versions."""

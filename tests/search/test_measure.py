@@ -68,6 +68,20 @@ def test_a_legal_candidate_is_ok_and_not_timed_in_the_simulator(bench):
     assert m.measured is None
 
 
+@pytest.mark.skipif(not SIMULATOR, reason="a simulator-only fact")
+def test_a_source_validated_in_the_simulator_is_not_run_again(bench, monkeypatch):
+    """The simulator has no clock: a fresh runner of the same bench (the final
+    re-measurement's next round) takes the first run's answer instead of running the
+    source again; here a crash injected for the second run never happens. Another source
+    still runs."""
+    assert _one(bench, LEGAL).status == "ok"
+    monkeypatch.setenv("TCOMP_MEASURE_FAULT", "crash")
+    again = _one(bench, LEGAL)
+    assert again.status == "ok" and again.measured is None, again.error
+    other = _one(bench, textwrap.dedent(LEGAL) + "# another source\n")
+    assert other.status == "crash" and "exited with status 3" in other.error
+
+
 @pytest.mark.parametrize("fault, status, needle", [
     ("wrong", "wrong", "output Q: max abs difference"),
     ("crash", "crash", "exited with status 3"),
