@@ -297,7 +297,9 @@ class _Child:
     def run(self, request: dict) -> dict:
         if request["source"] == TORCH_MATMUL:
             return self._torch_matmul(request)
-        remembered = _simulated_answer(self.bench, request["source"])
+        from ..codegen import simulator_enabled
+
+        remembered = _simulated_answer(self.bench, request["source"]) if simulator_enabled() else None
         if remembered is not None:
             return remembered
         from ..build import build
