@@ -15,7 +15,8 @@ of examples/gemm_bf16.py; gemm8192 at 8192^3), gemm4096rounded, gemm8192rounded 
 the product rounded to a bf16 C, as cuBLAS writes it), gemm4000x1000 (the same at 4000 x 4000 x 1000: K a
 multiple of no k step, M and N of no block; gemm4000x1000rounded with a bf16 C), gemm2048x8192 (2048 x 2048 x 8192: 128 output tiles
 for 132 SMs), linear4096 (examples/linear_bf16.py: A @ W.T, W stored [N, K], 4096^3),
-batched8x1024 (examples/batched_gemm_bf16.py: 8 products of 1024^3), the row operators
+batched8x1024 (examples/batched_gemm_bf16.py: 8 products of 1024^3; batched8x1024rounded with
+a bf16 C, examples/batched_gemm_bf16_rounded.py), the row operators
 softmax4096, softmax4096x32768, softmax1x151936, softmax8192x1024 (examples/softmax.py,
 float32; one row of a vocabulary against the example's block-per-row and split schedules,
 short rows against its warp-a-row schedule), rmsnorm7239,
@@ -68,6 +69,8 @@ CASES = {
     "linear4096": ("linear_bf16.py", dict(M=4096, N=4096, K=4096), ["schedule", "mma_sync"], "linear_bf16_4096"),
     "batched8x1024": ("batched_gemm_bf16.py", dict(B=8, M=1024, N=1024, K=1024), ["schedule", "mma_sync"],
                       "batched_gemm_bf16_8x1024"),
+    "batched8x1024rounded": ("batched_gemm_bf16_rounded.py", dict(B=8, M=1024, N=1024, K=1024), ["schedule"],
+                             "batched_gemm_bf16_rounded_8x1024"),
     "softmax4096": ("softmax.py", dict(M=4096, N=4096), ["schedule"], "softmax_4096"),
     "softmax4096x32768": ("softmax.py", dict(M=4096, N=32768), ["schedule"], "softmax_4096x32768"),
     "softmax1x151936": ("softmax.py", dict(M=1, N=151936), ["split"], "softmax_1x151936"),

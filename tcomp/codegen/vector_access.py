@@ -25,9 +25,20 @@ from ..target.storage import VECTOR_WIDTHS
 
 
 def _element_pointer(context, builder, array_type, array, index):
-    ary = context.make_array(array_type)(context, builder, array)
+    return _offset_pointer(builder, _data_pointer(context, builder, array_type, array), index)
+
+
+def _data_pointer(context, builder, array_type, array):
+    """The pointer to element 0 of a numba array value (its struct's ``data``). Making
+    the struct's proxy costs about a millisecond of compile time: an intrinsic that
+    addresses many elements of one array takes it once."""
+    return context.make_array(array_type)(context, builder, array).data
+
+
+def _offset_pointer(builder, data, index):
+    """``data`` advanced by ``index`` elements."""
     offset = builder.zext(index, ir.IntType(64)) if index.type.width < 64 else index
-    return builder.gep(ary.data, [offset])
+    return builder.gep(data, [offset])
 
 
 def _access_type(element, width: int, nbytes: int):

@@ -52,7 +52,7 @@ from numba import types
 from numba.cuda.extending import intrinsic
 
 from .narrow_floats import _asm
-from .vector_access import _element_pointer
+from .vector_access import _data_pointer, _offset_pointer
 from .warp_mma import _exchange, _make_plain, _shared_address
 from ..target.wgmma_layout import WARPGROUP, WGMMA_WIDTHS, a_address, accumulator_element, b_address
 
@@ -103,8 +103,8 @@ def shared_alignment_shift(typingctx, smem, alignment):
 
 def _accumulator_pointers(context, builder, array_type, array, base, offsets):
     base = context.cast(builder, base[0], base[1], types.uint32)
-    return [_element_pointer(context, builder, array_type, array, builder.add(base, ir.Constant(_I32, off)))
-            for off in offsets]
+    data = _data_pointer(context, builder, array_type, array)
+    return [_offset_pointer(builder, data, builder.add(base, ir.Constant(_I32, off))) for off in offsets]
 
 
 _WGMMA_CACHE: dict = {}
