@@ -435,3 +435,17 @@ def test_the_wgmma_rule_seeds_the_wide_tiling_where_it_fills_the_sms():
         assert {k: dict(params)[k] for k in ("BM", "BN", "stages", "grouped", "rows_fastest")} == \
             dict(BM=128, BN=256, stages=4, grouped=True, rows_fastest=True)
     assert Space(gemm_bf16_rounded.algorithm(1024, 1024, 1024)).seed_points() == []
+
+
+def test_the_wgmma_rule_counts_a_batchs_blocks_for_its_seed():
+    """Eight products of 1024^3 make 256 blocks of 128 x 256 (32 each): the wide tiling is
+    seeded (TMA from a producer warpgroup, then cp.async), where one product alone (32
+    blocks) is not."""
+    import batched_gemm_bf16_rounded
+
+    space = Space(batched_gemm_bf16_rounded.algorithm(8, 1024, 1024, 1024))
+    seeds = space.seed_points()
+    assert seeds and all(space.contains(p) for p in seeds)
+    params = [dict(p.tilings[0][2]) for p in seeds]
+    assert [(p["BM"], p["BN"], p["stages"], p["copy"]) for p in params] == [(128, 256, 4, "tma"), (128, 256, 4, "cp.async")]
+    assert Space(batched_gemm_bf16_rounded.algorithm(1, 1024, 1024, 1024)).seed_points() == []

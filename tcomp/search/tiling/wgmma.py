@@ -5,6 +5,8 @@ that have the instructions, within their register file and shared memory."""
 
 from __future__ import annotations
 
+import math
+
 from ...dtypes import itemsize
 from ...errors import ScheduleError
 from ...target import get_target
@@ -243,15 +245,16 @@ class WgmmaTiling(Rule):
                 "copy": ["cp.async", "tma"], "specialized": [False, True], "persistent": [0, space.target.sms]}
 
     def seeds(self, group, space):
-        """Where 128 x 256 blocks give nine SMs in ten a block, the wide tiling of
-        ``examples/gemm_bf16.py``: k steps of 64 in 4-stage rings, a column of blocks first
+        """Where 128 x 256 blocks (of all the products of a batch) give nine SMs in ten a
+        block, the wide tiling of ``examples/gemm_bf16.py``: k steps of 64 in 4-stage
+        rings, a column of blocks first
         where the output is at least as wide as tall, in groups of :func:`row_group` block
         rows; TMA boxes from a producer warpgroup first, then cp.async. On an H100 at
         4096^3 with a bf16 C they took 0.185 and 0.186 ms (cuBLAS 0.179), where a 16-trial
         search without them found 0.213 ms at best (BENCHMARKS.md, 30th session)."""
-        *_, M, N = space.stages[group.anchor].shape
+        *batch, M, N = space.stages[group.anchor].shape
         BM, BN = 128, 256
-        if -(-M // BM) * -(-N // BN) < 0.9 * space.target.sms:
+        if math.prod(batch) * -(-M // BM) * -(-N // BN) < 0.9 * space.target.sms:  # a batch's products count too
             return []
         rows_fastest = N >= M
         wide = dict(BM=BM, BN=BN, BK=64, stages=4, rows_fastest=rows_fastest, split_k=1, persistent=0,
