@@ -68,9 +68,10 @@ def required_mma_tiles(M: int, N: int, K: int) -> dict:
     return tiles
 
 
-def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1) -> dict | None:
+def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1, batch: int = 1) -> dict | None:
     """``wgmma_tiles``' sizes for an M x N x K product (``stacked`` products sharing the A
-    tile, SwiGLU's two projections): blocks of two warpgroups of 128 rows (64 where the
+    tile, SwiGLU's two projections; ``batch`` products of their own, each its blocks,
+    whose blocks count together): blocks of two warpgroups of 128 rows (64 where the
     output has fewer), k steps of 64 in cp.async rings in the 128-byte swizzle, one k
     step's chain of instructions left running while the next is issued, the blocks of a
     column launched together where the output is wider than tall (for 128 x 256 blocks,
@@ -92,8 +93,9 @@ def wgmma_tiles_for(M: int, N: int, K: int, stacked: int = 1) -> dict | None:
         return None
     BM, BK = (128 if M >= 128 else 64), 64
     wide_ring = 4 * (BM + stacked * 256) * BK * 2  # bytes of bfloat16 tiles in 4 stages
-    if N >= 256 and wide_ring <= H200.smem_per_block and blocks(M, N, BM, 256) >= 0.9 * H200.sms:
-        if stacked == 1 and M >= 192 and waves(M, N, 192, 192) * 192 * 192 < waves(M, N, BM, 256) * BM * 256:
+    if N >= 256 and wide_ring <= H200.smem_per_block and batch * blocks(M, N, BM, 256) >= 0.9 * H200.sms:
+        if stacked == 1 and M >= 192 and \
+                waves(M, N, 192, 192, batch) * 192 * 192 < waves(M, N, BM, 256, batch) * BM * 256:
             return _ordered(dict(BM=192, BN=192, BK=BK, stages=4), M, N > M)
         return _ordered(dict(BM=BM, BN=256, BK=BK, stages=4), M, N >= M)
     return _ordered(dict(BM=BM, BN=128 if N >= 128 else 64, BK=BK, stages=3), M, N > M)
@@ -112,9 +114,10 @@ def blocks(M: int, N: int, BM: int, BN: int) -> int:
     return math.ceil(M / BM) * math.ceil(N / BN)
 
 
-def waves(M: int, N: int, BM: int, BN: int) -> int:
-    """Rounds of the SMs (one block each) that BM x BN blocks of an M x N output take."""
-    return math.ceil(blocks(M, N, BM, BN) / H200.sms)
+def waves(M: int, N: int, BM: int, BN: int, batch: int = 1) -> int:
+    """Rounds of the SMs (one block each) that BM x BN blocks of ``batch`` M x N outputs
+    take."""
+    return math.ceil(batch * blocks(M, N, BM, BN) / H200.sms)
 
 
 def uses_wgmma(M: int, N: int, K: int, overrides: dict) -> bool:
@@ -135,10 +138,11 @@ def tensor_core_tiles(s, out, product: str, a: str, b: str, tiles: dict, overrid
     ``--variant``) replace the sizes either way."""
     M, N = out.shape[-2:]
     K = s[product].op.reduce_axis[0].extent
-    stacked = math.prod(s[product].op.output.shape[:-2])
+    batch = math.prod(out.shape[:-2])  # products of their own (on blockIdx.z)
+    stacked = math.prod(s[product].op.output.shape[:-2]) // batch  # products sharing a block's A tile
     sizes = {key: value for key, value in overrides.items() if key != "wgmma"}
     if uses_wgmma(M, N, K, overrides):
-        tiles = {**wgmma_tiles_for(M, N, K, stacked), **sizes}
+        tiles = {**wgmma_tiles_for(M, N, K, stacked, batch), **sizes}
         if "group_rows" not in sizes:  # the groups of the block rows asked for (none along a row)
             order = tiles.pop("rows_fastest")
             tiles = _ordered({key: value for key, value in tiles.items() if key != "group_rows"}, M, order)
