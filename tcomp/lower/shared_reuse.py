@@ -10,7 +10,8 @@ the rings are dead once the k loop ends. This pass finds such pairs and records 
 code generator all read. A buffer ``late`` may reuse a buffer ``early`` when
 
 1. some sequence of statements ``S``, around which no serial loop runs (only loops bound
-   to blocks and threads, which every thread of a block runs through once), holds every
+   to blocks and threads, which every thread of a block runs through once, and loops of
+   one iteration: a batched product's block holds one product of the batch), holds every
    use of ``early`` in its statements ``S[0 .. b]``; ``late`` is used in ``S[c ..]``
    with ``c > b`` and, outside ``S``, only after it;
 2. where ``early`` is read by wgmma, a ``wgmma.wait_group 0`` retires the last such
@@ -100,8 +101,8 @@ class _Order:
             spans = [self._visit(child, parallel) for child in stmt.stmts]
             if parallel:
                 self.sequences.append((first, spans))
-        elif isinstance(stmt, For):
-            self._visit(stmt.body, parallel and stmt.kind in _PARALLEL)
+        elif isinstance(stmt, For):  # NOTE: a loop of one iteration runs once, as a bound one does
+            self._visit(stmt.body, parallel and (stmt.kind in _PARALLEL or stmt.extent == 1))
         elif isinstance(stmt, Allocate):
             self._visit(stmt.body, parallel)
         else:

@@ -2,6 +2,9 @@
 another's last one, with no serial loop around both, takes its bytes behind a barrier;
 ``storage.shared_layout`` places it where it overlaps only buffers dead before it."""
 
+import sys
+from pathlib import Path
+
 from tcomp.ir.expr import FloatImm, IntImm, Load, Var
 from tcomp.ir.stmt import Allocate, AsyncWait, Barrier, Buffer, For, Kernel, Seq, Store
 from tcomp.lower.shared_reuse import share_shared_memory
@@ -58,6 +61,37 @@ def test_no_reuse_inside_a_serial_loop():
                 For(t, 32, "threadIdx.x", _copy(out, late, t))))
     kernel = share_shared_memory(_kernel(Allocate(early, Allocate(late, For(k, 8, "serial", body)))))
     assert kernel.shared_reuse == ()
+
+
+def test_a_loop_of_one_iteration_runs_once_as_a_bound_one_does():
+    """The loop a batched product's staged tile keeps over its batch axis (one product a
+    block) does not stop the reuse that :func:`test_no_reuse_inside_a_serial_loop` refuses
+    for a loop of eight."""
+    t, h = Var("t"), Var("h")
+    early, late, out = _buffer("early", 64), _buffer("late", 64), _buffer("out", 32, "global")
+    body = Seq((For(t, 32, "threadIdx.x", Store(early, t, FloatImm(1.0, "float32"))), Barrier(),
+                For(t, 32, "threadIdx.x", _copy(out, early, t)), Barrier(),
+                For(t, 32, "threadIdx.x", Store(late, t, FloatImm(2.0, "float32"))),
+                For(t, 32, "threadIdx.x", _copy(out, late, t))))
+    kernel = share_shared_memory(_kernel(Allocate(early, Allocate(late, For(h, 1, "serial", body)))))
+    assert dict(kernel.shared_reuse)[late] == (early,)
+
+
+def test_the_batched_products_tile_takes_the_rings_bytes():
+    """``examples/batched_gemm_bf16_rounded.py`` at 8 x 1024^3 stages its bf16 tile in the
+    bytes of its 4-stage rings, as the 2-D product does: 265,216 bytes of shared memory
+    beside them would be over the H200's 232,448."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
+    import batched_gemm_bf16_rounded
+
+    import tcomp as tc
+
+    out = batched_gemm_bf16_rounded.algorithm(8, 1024, 1024, 1024)
+    s = tc.create_schedule(out)
+    batched_gemm_bf16_rounded.schedule(s, out)
+    (kernel,) = tc.lower(s).kernels
+    assert {late.name: sorted(b.name for b in early) for late, early in kernel.shared_reuse} == \
+        {"C_shared": ["A_shared", "W_shared"]}
 
 
 def test_an_asynchronously_filled_buffer_is_waited_for_before_its_bytes_are_reused():

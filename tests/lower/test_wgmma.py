@@ -133,6 +133,30 @@ def test_the_example_rounded_to_bf16_stages_its_tile_and_matches_float64(rng):
     check_16_bit_product(s, M, N, K, "bfloat16", rng, rounded=True)
 
 
+def test_the_batched_example_rounded_to_bf16_stages_its_tile_in_the_rings_and_matches_float64(rng):
+    """``examples/batched_gemm_bf16_rounded.py``: each block one product of the batch
+    (``blockIdx.z``), its bf16 tile staged in the bytes of its rings (the loop the tile
+    keeps over the batch axis runs once) and every product within a float32 sum's bound
+    of float64, half a bf16 step more for the rounding."""
+    import batched_gemm_bf16_rounded
+
+    B, M, N, K = 2, 64, 128, 80
+    out = batched_gemm_bf16_rounded.algorithm(B, M, N, K)
+    s = tc.create_schedule(out)
+    batched_gemm_bf16_rounded.schedule(s, out)
+    (kernel,) = tc.lower(s).kernels
+    assert kernel.grid[2] == B and [late.name for late, _ in kernel.shared_reuse] == ["C_shared"]
+    a = rng.standard_normal((B, M, K)).astype(ml_dtypes.bfloat16)
+    w = rng.standard_normal((B, K, N)).astype(ml_dtypes.bfloat16)
+    got = np.full((B, M, N), np.nan, ml_dtypes.bfloat16)
+    tc.build(s)(a, w, got)
+    got = got.astype(np.float64)
+    want = a.astype(np.float64) @ w.astype(np.float64)
+    scale = np.abs(a).astype(np.float64) @ np.abs(w).astype(np.float64)
+    assert not np.isnan(got).any()
+    assert np.all(np.abs(got - want) <= 2 * K * 2.0 ** -24 * scale + 2.0 ** -8 * np.abs(want))
+
+
 def test_a_product_in_8x8_blocks_without_a_ring_matches_float64(rng):
     M, N, K = 64, 128, 128
     _, s = _gemm(M, N, K, BM=64, BN=128, BK=64, stages=0, swizzle=False)
