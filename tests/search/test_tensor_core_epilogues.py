@@ -151,10 +151,13 @@ def test_a_tall_column_of_blocks_is_launched_in_groups_of_block_rows():
 
 
 def test_the_decode_rows_take_the_sizes_measured_fastest():
-    """One row: one kernel, 64 columns a block where those cover the SMs (12288), else 256
-    columns a block and k over 16 blocks as well (4096); 2 to 8 rows: one kernel, four
-    loads in flight; 9 to 15: two kernels."""
-    assert ffn_bf16.stream_sizes(1, 12288, 4096) == dict(parts=64, threads_x=8, unroll=2, block_parts=1,
+    """One row: one kernel where 64-column blocks would cover the SMs (12288): 128 columns
+    of 16 x 64 threads and eight loads each, or 64 columns and two loads where K takes no
+    slices of eight loads (4352); else 256 columns a block and k over 16 blocks as well
+    (4096); 2 to 8 rows: one kernel, four loads in flight; 9 to 15: two kernels."""
+    assert ffn_bf16.stream_sizes(1, 12288, 4096) == dict(parts=64, threads_x=16, unroll=8, block_parts=1,
+                                                         one_kernel=True)
+    assert ffn_bf16.stream_sizes(1, 12288, 4352) == dict(parts=64, threads_x=8, unroll=2, block_parts=1,
                                                          one_kernel=True)
     assert ffn_bf16.stream_sizes(1, 4096, 12288) == dict(parts=8, threads_x=32, unroll=8, block_parts=16,
                                                          one_kernel=True)
@@ -164,13 +167,13 @@ def test_the_decode_rows_take_the_sizes_measured_fastest():
 
 
 def test_the_search_seeds_the_decode_rows_with_those_sizes():
-    """The ``skinny_product`` rule's seed is the example's sizes (512 threads for 64 slices
+    """The ``skinny_product`` rule's seed is the example's sizes (1024 threads for 64 slices
     at 12288 columns, 256 for 8 slices and k over 16 blocks at 4096), on the one-kernel
     fusion, and a point of the space; from 9 rows none of its own, but mma.sync's decode
     tiles (a 16-row block, its rows past M zero-filled)."""
     from tcomp.search.space import Space
 
-    for (M, N, K), threads, parts in (((1, 12288, 4096), 512, 64), ((1, 4096, 12288), 256, 8),
+    for (M, N, K), threads, parts in (((1, 12288, 4096), 1024, 64), ((1, 4096, 12288), 256, 8),
                                       ((4, 12288, 4096), 256, 64)):
         space = Space(ffn_bf16.algorithm(M, N, K))
         (seed,) = space.seed_points()

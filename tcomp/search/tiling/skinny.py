@@ -150,16 +150,23 @@ def _slice_in_registers(s, acc, partial, thread, a: str, b: str, unroll: int) ->
 def one_kernel_sizes(M: int, N: int, K: int, vector: int = 8, sms: int = 132) -> dict | None:
     """``parts``, ``threads_x``, ``unroll`` and ``block_parts`` of
     :func:`stream_rows_in_blocks` that measured fastest for a decode step
-    (``benchmarks/decode_rows.py``, H100, 2026-12-05 and 12-06): one row, 8 x 64 threads
-    and two loads of the weights in flight each, blocks of ``8 * vector`` columns; where
-    those blocks would leave SMs idle (N = 4096), warps of 32 threads across 256 columns
-    (512 contiguous bytes of a row of W a load), 8 of them on slices of k, and k cut over
-    16 blocks as well, their sums added by a second kernel (39.7 us, 0.90 of W's copy
-    floor, against 44.0 us for 4 x 256 threads in one kernel); 2 to 8 rows (more
-    arithmetic a load), 4 x 64 threads and four loads each. None from 9 rows (every
-    row's accumulators in registers) or where the sizes do not divide the shape."""
+    (``benchmarks/decode_rows.py``, H100 2026-12-05 to 12-07, H200 12-07). One row of a
+    wide output (blocks of ``8 * vector`` columns would cover the SMs): 16 x 64 threads,
+    eight loads of the weights in flight each, blocks of ``16 * vector`` columns (at 1 x
+    12288 x 4096 on the H200 28.8 us, 0.90 of W's copy floor, against 30.2 us for 8 x 64
+    threads and two loads; on the H100 37.1 against 37.6 us), or those 8 x 64 threads where
+    the wider sizes do not divide the shape. Where those blocks would leave SMs idle (N =
+    4096), warps of 32 threads across 256 columns (512 contiguous bytes of a row of W a
+    load), 8 of them on slices of k, and k cut over 16 blocks as well, their sums added by
+    a second kernel (39.7 us, 0.90 of W's copy floor on the H100, against 44.0 us for 4 x
+    256 threads in one kernel). 2 to 8 rows (more arithmetic a load), 4 x 64 threads and
+    four loads each. None from 9 rows (every row's accumulators in registers) or where the
+    sizes do not divide the shape."""
     block_parts = 1
     if M == 1 and N // (8 * vector) >= sms:
+        wide = dict(parts=64, threads_x=16, unroll=8, block_parts=1)
+        if _divides(N, K, vector, **wide):
+            return wide
         threads_x, parts, unroll = 8, 64, 2
     elif M == 1:
         threads_x, parts, unroll, block_parts = 32, 8, 8, 16
@@ -167,9 +174,16 @@ def one_kernel_sizes(M: int, N: int, K: int, vector: int = 8, sms: int = 132) ->
         threads_x, parts, unroll = 4, 64, 4
     else:
         return None
-    if N % (vector * threads_x) or K % (block_parts * parts * unroll) or K // (block_parts * parts) < 4 * unroll:
+    if not _divides(N, K, vector, parts, threads_x, unroll, block_parts):
         return None
     return dict(parts=parts, threads_x=threads_x, unroll=unroll, block_parts=block_parts)
+
+
+def _divides(N: int, K: int, vector: int, parts: int, threads_x: int, unroll: int, block_parts: int) -> bool:
+    """Do :func:`stream_rows_in_blocks`' sizes fit an N x K weight: whole blocks of
+    columns, whole slices of k in steps of ``unroll``, each slice at least 4 steps?"""
+    return not (N % (vector * threads_x) or K % (block_parts * parts * unroll)
+                or K // (block_parts * parts) < 4 * unroll)
 
 
 def _slices_added_in_a_second_kernel(s, out, product: str, parts: int, threads: int = 256) -> None:
