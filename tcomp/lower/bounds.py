@@ -10,7 +10,8 @@ producer has completed in one iteration of its loop.
 
 Boundary tiles are shifted inwards (Halide's ``ShiftInwards``): when a kernel's root stage
 splits a spatial axis of extent E by a factor F that does not divide it and binds the
-outer loop to a block index, the block's tile starts at ``min(outer * F, E - F)`` instead
+outer loop to a block index (itself, or every loop that splits and fuses make of it: a
+grouped launch order), the block's tile starts at ``min(outer * F, E - F)`` instead
 of ``outer * F``. The last block then overlaps its neighbour instead of running past the
 edge, every block computes a whole tile, and no load or store needs the tail's guard.
 This is done only where computing an element twice is harmless: the root stage is not a
@@ -29,7 +30,7 @@ from ..ir.expr import Expr, IntImm, TensorRead, binary, compare
 from ..ir.simplify import difference, simplify
 from ..ir.stmt import BLOCK_TAGS, THREAD_TAGS, Buffer
 from ..ir.visitor import substitute, walk
-from ..schedule.stage import Split, Stage
+from ..schedule.stage import Fuse, Split, Stage
 from .inline import expand_inline
 from .intervals import Interval, StridedInterval, interval, strided_interval, union, upper_bound
 from .padding import zero_padding
@@ -146,7 +147,7 @@ class BoundInference:
             return frozenset()
         return frozenset(rel for rel in root.relations
                          if isinstance(rel, Split) and rel.parent in root.root_axes
-                         and root.bindings.get(rel.outer) in BLOCK_TAGS
+                         and _on_blocks(root, rel.outer)
                          and rel.parent.extent > rel.factor and rel.parent.extent % rel.factor)
 
     def _predicates(self, stage, ranges, extents, values, inward=frozenset()) -> tuple:
@@ -355,6 +356,21 @@ def _leaf_structure(stage: Stage, ranges: dict, inward=frozenset(), padded=froze
             offset = region.expand(offset)
         absolute[ax] = simplify(binary("+", region.min, offset))
     return extents, absolute
+
+
+def _on_blocks(stage: Stage, axis) -> bool:
+    """Is every loop that ``axis`` becomes bound to a block index: the axis itself, or the
+    pieces a split makes of it, or the axis a fuse makes of it (a grouped launch order
+    splits the block rows into groups and fuses each group's rows with the block
+    columns)? Then each block has one value of ``axis``."""
+    if stage.bindings.get(axis) in BLOCK_TAGS:
+        return True
+    for rel in stage.relations:
+        if isinstance(rel, Split) and rel.parent is axis:
+            return _on_blocks(stage, rel.outer) and _on_blocks(stage, rel.inner)
+        if isinstance(rel, Fuse) and axis in (rel.outer, rel.inner):
+            return _on_blocks(stage, rel.fused)
+    return False
 
 
 def _loop_values(stage: Stage, extents: dict, inward=frozenset()) -> dict:

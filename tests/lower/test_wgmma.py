@@ -108,6 +108,20 @@ def test_blocks_in_groups_of_block_rows_cover_the_output_once(rng):
     check_16_bit_product(s, M, N, K, "bfloat16", rng)
 
 
+def test_grouped_blocks_shift_the_last_block_row_inwards_and_cover_the_output_once(rng):
+    """150 rows in 64-row blocks (3 block rows) in groups of two, C rounded to bf16: the
+    last block row starts at row 86 (``min(row * 64, 86)``), as it does without groups,
+    instead of guarding every copy of A by ``row < 150``; the second group's missing row
+    still stores nothing, and every output is written once."""
+    M, N, K = 150, 128, 64
+    out = gemm_bf16_rounded.algorithm(M, N, K)
+    s = tc.create_schedule(out)
+    wgmma_tiles(s, out, "P", "A", "W", BM=64, BN=64, BK=64, stages=2, group_rows=2)
+    source = tc.build(s).source
+    assert "_u32_86)" in source and "< _u32_150" not in source
+    check_16_bit_product(s, M, N, K, "bfloat16", rng, rounded=True)
+
+
 def test_persistent_blocks_take_the_tiles_in_the_launch_order_and_cover_the_output_once(rng):
     """Three block rows in groups of two, two columns (six tiles, one group partly past
     the output) on four persistent blocks: blockIdx.x takes tiles b and b + 4 of the
