@@ -162,28 +162,20 @@ def one_kernel_sizes(M: int, N: int, K: int, vector: int = 8, sms: int = 132) ->
     256 threads in one kernel). 2 to 8 rows (more arithmetic a load), 4 x 64 threads and
     four loads each. None from 9 rows (every row's accumulators in registers) or where the
     sizes do not divide the shape."""
-    block_parts = 1
     if M == 1 and N // (8 * vector) >= sms:
-        wide = dict(parts=64, threads_x=16, unroll=8, block_parts=1)
-        if _divides(N, K, vector, **wide):
-            return wide
-        threads_x, parts, unroll = 8, 64, 2
+        candidates = [(16, 64, 8, 1), (8, 64, 2, 1)]  # (threads_x, parts, unroll, block_parts), best first
     elif M == 1:
-        threads_x, parts, unroll, block_parts = 32, 8, 8, 16
+        candidates = [(32, 8, 8, 16)]
     elif 2 <= M <= 8:
-        threads_x, parts, unroll = 4, 64, 4
+        candidates = [(4, 64, 4, 1)]
     else:
         return None
-    if not _divides(N, K, vector, parts, threads_x, unroll, block_parts):
-        return None
-    return dict(parts=parts, threads_x=threads_x, unroll=unroll, block_parts=block_parts)
-
-
-def _divides(N: int, K: int, vector: int, parts: int, threads_x: int, unroll: int, block_parts: int) -> bool:
-    """Do :func:`stream_rows_in_blocks`' sizes fit an N x K weight: whole blocks of
-    columns, whole slices of k in steps of ``unroll``, each slice at least 4 steps?"""
-    return not (N % (vector * threads_x) or K % (block_parts * parts * unroll)
-                or K // (block_parts * parts) < 4 * unroll)
+    for threads_x, parts, unroll, block_parts in candidates:
+        # whole blocks of columns, whole slices of k in steps of unroll, each slice at least 4 steps
+        if not (N % (vector * threads_x) or K % (block_parts * parts * unroll)
+                or K // (block_parts * parts) < 4 * unroll):
+            return dict(parts=parts, threads_x=threads_x, unroll=unroll, block_parts=block_parts)
+    return None
 
 
 def _slices_added_in_a_second_kernel(s, out, product: str, parts: int, threads: int = 256) -> None:

@@ -247,9 +247,9 @@ class WgmmaTiling(Rule):
     def seeds(self, group, space):
         """Where 128 x 256 blocks (of all the products of a batch) give nine SMs in ten a
         block, the wide tiling of ``examples/gemm_bf16.py``: k steps of 64 in 4-stage
-        rings, a column of blocks first
-        where the output is at least as wide as tall, in groups of :func:`row_group` block
-        rows; TMA boxes from a producer warpgroup first, then cp.async. On an H100 at
+        rings, a column of blocks first where the output is at least as wide as tall, in
+        groups of :func:`row_group` block rows; TMA boxes from a producer warpgroup first,
+        then cp.async. On an H100 at
         4096^3 with a bf16 C they took 0.185 and 0.186 ms (cuBLAS 0.179), where a 16-trial
         search without them found 0.213 ms at best (BENCHMARKS.md, 30th session)."""
         *batch, M, N = space.stages[group.anchor].shape
