@@ -38,8 +38,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from numba import float32, uint32  # noqa: E402  (callable as casts in the simulator too)
-cuda = None
+cuda = float32 = uint32 = None  # numba's, set by make_kernel (after the simulator's switch)
 
 DEFAULT_VARIANTS = ["8:8:1:1", "8:16:1:1", "8:8:1:2", "4:8:1:2", "4:16:1:1", "8:4:2:2", "8:8:2:1", "8:4:4:2",
                     "4:8:2:2", "8:16:1:2"]
@@ -49,12 +48,15 @@ def make_kernel(T: int, S: int, P: int, U: int, simulate: bool = False):
     """The kernel for ``T`` tiles a warp, ``S`` warps a block, ``P`` blocks a strip, ``U``
     chunks an iteration: ``kernel[(N // (8 T), P), 32 S](X32, W32, C, M, N, K)`` (X and W
     as flat uint32 words)."""
-    global cuda
+    global cuda, float32, uint32
     if simulate:
         os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    import numba
     from numba import cuda as numba_cuda
 
-    cuda = numba_cuda  # NOTE: a module global, as the simulator swaps a kernel's globals
+    # NOTE: module globals, as the simulator swaps a kernel's globals; numba's types are
+    # callable as casts in the simulator too
+    cuda, float32, uint32 = numba_cuda, numba.float32, numba.uint32
     from tcomp.codegen import vector_access as va
     from tcomp.codegen import warp_mma as wm
 
