@@ -40,8 +40,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 cuda = float32 = uint32 = None  # numba's, set by make_kernel (after the simulator's switch)
 
-DEFAULT_VARIANTS = ["8:8:1:1", "8:16:1:1", "8:8:1:2", "4:8:1:2", "4:16:1:1", "8:4:2:2", "8:8:2:1", "8:4:4:2",
-                    "4:8:2:2", "8:16:1:2"]
+DEFAULT_VARIANTS = ["8:8:1:1", "8:16:1:1", "4:8:1:1", "4:16:1:1", "8:4:2:1", "8:8:2:1", "8:4:4:1", "4:8:2:1",
+                    "4:4:4:1", "8:2:8:1", "8:8:1:2"]
 
 
 def make_kernel(T: int, S: int, P: int, U: int, simulate: bool = False):
