@@ -4,7 +4,8 @@ rounding, SiLU, int8), whose time is streaming W once: tcomp's skinny-product sc
 slices on blocks of their own, the slices added in a fixed order with the epilogue) in a
 few sizes, its one-kernel form (``stream_rows_in_blocks``: the slices of a block's columns
 on its threads, added through shared memory), from 16 rows the example's ``decode`` (mma.sync
-with k in slices) in a few sizes, and the example's own schedule, against
+with k in slices) in a few sizes, at 16 rows ``mma_rows`` (mma.sync with W's fragments
+loaded straight from global memory) in a few sizes, and the example's own schedule, against
 PyTorch eager (cuBLAS, then SiLU and quantization), cuBLAS's matmul alone and a device
 copy of W, in one run.
 
@@ -58,6 +59,11 @@ MMA_WHOLE_K_VARIANTS = [dict(BN=64, WN=16, stages=4), dict(BN=64, WN=16, stages=
                         dict(BN=48, WN=16, BK=128, stages=6)]
 
 
+#: (tiles, slices, unroll) of ``mma_rows`` at 16 rows (mma.sync, W's fragments straight from
+#: global memory, the warps' slices of k added in shared memory: one kernel)
+MMA_ROWS_VARIANTS = [(8, 8, 2), (8, 4, 2), (8, 16, 1), (4, 8, 2), (8, 8, 1), (8, 4, 4), (4, 16, 2), (8, 2, 4)]
+
+
 def whole_k(s, out, tiles: dict) -> None:
     """The product on mma.sync in ``tiles``' blocks with k whole (no slices, whatever
     the blocks leave idle), the epilogue inlined onto the accumulators."""
@@ -85,6 +91,7 @@ def main(argv=None) -> int:
     import torch
 
     import ffn_bf16 as ffn
+    from tcomp.search.tiling.mma_rows import mma_rows
     from tcomp.search.tiling.skinny import stream_rows, stream_rows_in_blocks
 
     def quantize(y):
@@ -122,6 +129,9 @@ def main(argv=None) -> int:
             (f"split over blocks block_parts={b} parts={p} threads_x={t} unroll={u}",
              streamed(stream_rows_in_blocks, block_parts=b, parts=p, threads_x=t, unroll=u))
             for b, p, t, u in SPLIT_VARIANTS if K % (b * p * u) == 0]
+        if M == 16:
+            schedules += [(f"mma rows tiles={t} slices={p} unroll={u}", streamed(mma_rows, tiles=t, slices=p, unroll=u))
+                          for t, p, u in MMA_ROWS_VARIANTS if N % (8 * t) == 0 and K % (p * 16 * u) == 0]
         if M >= 16:
             schedules += [(f"mma.sync slices={p} " + " ".join(f"{k}={v}" for k, v in sizes.items()),
                            lambda s, Q, p=p, sizes=sizes: ffn.decode(s, Q, {**ffn.mma_tiles_for(M, N, K), **sizes}, p))

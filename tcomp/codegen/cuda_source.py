@@ -32,8 +32,8 @@ from ..ir.functions import SCALAR_FUNCTIONS, scalar_function
 from ..ir.lanes import is_multiple, lane_form, uniform_condition
 from ..ir.simplify import simplify
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit,
-                       BarrierWait, For, FragmentLoad, Kernel, Program, ProxyFence, Seq, Specialized, Store, TileCopy,
-                       WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
+                       BarrierWait, For, FragmentLoad, Kernel, Program, ProxyFence, RegisterPairLoad, Seq, Specialized,
+                       Store, TileCopy, WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
 from ..ir.visitor import free_vars, rewrite, substitute, walk
 from ..target import get_target
 from ..target.storage import (NARROW_FLOATS, REGISTER_TYPE, STORAGE_TYPE, SWIZZLE_ALIGNMENT, VECTOR_BYTES,
@@ -258,6 +258,8 @@ class KernelWriter:
             self.warp_mma(s, depth)
         elif isinstance(s, FragmentLoad):
             self.fragment_load(s, depth)
+        elif isinstance(s, RegisterPairLoad):
+            self.register_pair_load(s, depth)
         elif isinstance(s, WarpgroupMma):
             self.warpgroup_mma(s, depth)
         elif isinstance(s, WarpgroupFence):
@@ -381,6 +383,22 @@ class KernelWriter:
         dst = self.name(s.dst, s.dst.name)
         for value, index in zip(out, s.dst_index):
             self.emit(f"{dst}[{self.flat_index(s.dst, index)}] = int32({value})", depth)
+
+    def register_pair_load(self, s: RegisterPairLoad, depth: int) -> None:
+        """Two vector loads of 16-bit bit patterns, packed lane by lane into operand registers."""
+        self.uses_mma = self.uses_vector = True
+        nbytes = element_bytes(s.src) * s.width
+        self.vector_alignment[s.src.name] = max(self.vector_alignment.get(s.src.name, 0), nbytes)
+        src = self.name(s.src, s.src.name)
+        runs = []
+        for which, index in (("lo", s.low_index), ("hi", s.high_index)):
+            names = [self.name(object(), f"{s.src.name}_{which}{c}") for c in range(s.width)]
+            self.emit(f"{', '.join(names)} = _load{s.width}({src}, {self.flat_index(s.src, index)})", depth)
+            runs.append(names)
+        dst = self.name(s.dst, s.dst.name)
+        for low, high, index in zip(*runs, s.dst_index):
+            self.emit(f"{dst}[{self.flat_index(s.dst, index)}] = "
+                      f"int32((uint32({high}) << {self.constant(16)}) | uint32({low}))", depth)
 
     def operand_register(self, lo: Expr, hi: Expr, dtype: str, kind: str) -> str:
         """One 32-bit operand register of two 16-bit values (``lo`` in the low half): a

@@ -59,8 +59,8 @@ def expr_to_str(e: Expr, parent_prec: int = 0, names: dict | None = None) -> str
 def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
     """``s`` as text; ``names`` maps the variables of enclosing loops to their shown names."""
     from .stmt import (Allocate, AsyncCommit, AsyncWait, Barrier, BarrierArrive, BarrierInit, BarrierWait, BoxCopy,
-                       For, FragmentLoad, Kernel, ProxyFence, Seq, Specialized, Store, TileCopy, WarpgroupFence,
-                       WarpgroupMma, WarpgroupWait, WarpMma)
+                       For, FragmentLoad, Kernel, ProxyFence, RegisterPairLoad, Seq, Specialized, Store, TileCopy,
+                       WarpgroupFence, WarpgroupMma, WarpgroupWait, WarpMma)
 
     names = {} if names is None else names
     pad = "  " * indent
@@ -113,6 +113,10 @@ def stmt_to_str(s, indent: int = 0, names: dict | None = None) -> str:
         dst = ", ".join(f"{s.dst.name}[{expr_to_str(i, 0, names)}]" for i in s.dst_index)
         return (f"{pad}{dst} = ldmatrix.x{s.count}{'.trans' if s.trans else ''}"
                 f"({s.src.name}[{expr_to_str(s.src_index, 0, names)}])")
+    if isinstance(s, RegisterPairLoad):
+        dst = ", ".join(f"{s.dst.name}[{expr_to_str(i, 0, names)}]" for i in s.dst_index)
+        return (f"{pad}{dst} = pairs({s.src.name}[{expr_to_str(s.low_index, 0, names)} : +{s.width}], "
+                f"{s.src.name}[{expr_to_str(s.high_index, 0, names)} : +{s.width}])")
     if isinstance(s, WarpgroupMma):
         acc = ", ".join(f"{s.acc.name}[{expr_to_str(i, 0, names)}]" for i in s.acc_index[:2])
         a = f"{s.a.name}[{expr_to_str(s.a_start, 0, names)}] strides={s.a_strides}"

@@ -24,6 +24,10 @@ Grammar (frozen dataclasses; expressions are ``tcomp.ir.expr`` nodes)::
              | FragmentLoad(count, trans, src, src_index, dst, dst_index)
                                                  ldmatrix: the warp loads 8x8 matrices of
                                                  16-bit values into fragment registers
+             | RegisterPairLoad(width, src, low_index, high_index, dst, dst_index)
+                                                 two vector loads of 16-bit values from
+                                                 global memory, lane by lane packed into
+                                                 operand registers
              | WarpgroupMma(width, dtype, acc, acc_index, a, a_start, a_strides,
                             b, b_start, b_strides, trans_b)
                                                  one wgmma.mma_async of a warpgroup (128
@@ -213,6 +217,25 @@ class FragmentLoad(Stmt):
     trans: bool
     src: Buffer
     src_index: Expr
+    dst: Buffer
+    dst_index: tuple
+
+
+@dataclass(frozen=True, eq=False)
+class RegisterPairLoad(Stmt):
+    """Operand registers of warp matrix instructions straight from global memory: the
+    ``width`` consecutive 16-bit values of ``src`` (stored as bit patterns) from element
+    ``low_index`` and as many from ``high_index``, each run one aligned vector load of
+    ``2 * width`` bytes; lane ``c`` of the two is packed into the 32-bit register
+    ``dst[dst_index[c]]`` of an int32 local buffer (the low run's value in the low half).
+    A warp tile whose n8 tiles a lane's columns run across (tile ``c`` holding column
+    ``c`` of the lane's ``width``) gets the registers of ``width`` B fragments this way
+    from two rows of W stored k-major, no shared memory between."""
+
+    width: int
+    src: Buffer
+    low_index: Expr
+    high_index: Expr
     dst: Buffer
     dst_index: tuple
 

@@ -29,6 +29,15 @@ After::    for kt: (for nj': W_frag[4 nj' ..] = ldmatrix.x4.trans(W_s, ...))   (
 
 Only the nest's own loops are crossed, so no barrier or store to the tiles lies between
 a fragment's load and its use.
+
+3. **Registers straight from global memory.** An operand read from a global tensor, not a
+   shared tile (a decode step's weights, each element used by one warp only), whose
+   values step by one element from each n8 tile of an unrolled tile loop of 2, 4 or 8
+   to the next (the warp tile's columns interleaved, ``tcomp.search.tiling.mma_rows``),
+   gets each register of all the loop's tiles from two vector loads, lane ``c`` of the
+   two packed into tile ``c``'s register (:class:`~tcomp.ir.stmt.RegisterPairLoad`),
+   hoisted as a fragment is: B's four rows of a k step are four 16-byte loads for eight
+   tiles.
 """
 
 from __future__ import annotations
@@ -37,9 +46,9 @@ import math
 from dataclasses import replace
 
 from ..ir.expr import IntImm, Load, Var, binary
-from ..ir.lanes import is_multiple
+from ..ir.lanes import is_multiple, lane_form
 from ..ir.simplify import simplify
-from ..ir.stmt import Allocate, Buffer, For, FragmentLoad, Kernel, Seq, WarpMma
+from ..ir.stmt import Allocate, Buffer, For, FragmentLoad, Kernel, RegisterPairLoad, Seq, WarpMma
 from ..ir.visitor import free_vars, substitute
 from .matrix_operands import index_function, operand_load, sample_environments
 
@@ -150,6 +159,10 @@ def _with_fragments(chain: tuple, mma: WarpMma, loops: tuple):
             found = _ldmatrix_form(values, lane, extents)
             if found is not None:
                 plans[name] = _placed(*found, lane, extents, chain)
+            else:
+                paired = _pair_plan(values, chain)
+                if paired is not None:
+                    plans[name] = paired
     if plans:
         mma = replace(mma, a_registers=plans["a"].registers() if "a" in plans else (),
                       b_registers=plans["b"].registers() if "b" in plans else ())
@@ -162,6 +175,54 @@ def _with_fragments(chain: tuple, mma: WarpMma, loops: tuple):
         return body
 
     return nest(0)
+
+
+class _PairPlan:
+    """How one operand's registers come from global memory: two vector loads per
+    register, across the ``width`` iterations of the unrolled tile loop ``tiles``, placed
+    at ``level`` of the nest (see the module docstring, 3.)."""
+
+    def __init__(self, src: Buffer, runs: tuple, tiles: For, level: int):
+        self.src, self.runs, self.tiles, self.level = src, runs, tiles, level  # runs: (low, high) per register
+        self.count, self.width = len(runs), tiles.extent
+        self.buffer = Buffer(f"{src.name}_regs", "int32", (self.count * self.width,), "local")
+
+    def registers(self) -> tuple:
+        base = binary("*", self.tiles.var, IntImm(self.count))
+        return tuple(Load(self.buffer, simplify(binary("+", base, IntImm(m)))) for m in range(self.count))
+
+    def fill(self):
+        loads = [RegisterPairLoad(self.width, self.src, low, high, self.buffer,
+                                  tuple(IntImm(c * self.count + m) for c in range(self.width)))
+                 for m, (low, high) in enumerate(self.runs)]
+        return Seq(tuple(loads))
+
+
+def _pair_plan(values: tuple, chain: tuple):
+    """A :class:`_PairPlan` for the operand whose halves are ``values`` (a lane's half h of
+    register m is ``values[2m + h]``), or None: every value a load of one global tensor
+    whose index steps by one element per iteration of one unrolled loop of the nest (2,
+    4 or 8 iterations, the first of each run aligned to its bytes) and uses no loop of
+    the nest inside that one."""
+    loads = [operand_load(v) for v in values]
+    if any(ld is None for ld in loads) or loads[0].buffer.scope != "global" \
+            or any(ld.buffer is not loads[0].buffer for ld in loads):
+        return None
+    used = set().union(*(free_vars(ld.index) for ld in loads))
+    for position, loop in enumerate(chain):
+        if loop.kind != "unroll" or loop.extent not in (2, 4, 8) or loop.var not in used:
+            continue
+        if any(inner.var in used for inner in chain[position + 1:]):
+            continue
+        forms = [lane_form(ld.index, loop.var, loop.extent) for ld in loads]
+        if any(f is None or f[1] != 1 or not is_multiple(f[0], loop.extent) for f in forms):
+            continue
+        level = position
+        while level > 0 and chain[level - 1].var not in used:
+            level -= 1
+        runs = tuple((forms[2 * m][0], forms[2 * m + 1][0]) for m in range(len(loads) // 2))
+        return _PairPlan(loads[0].buffer, runs, loop, level)
+    return None
 
 
 def _placed(count: int, trans: bool, src: Buffer, address, lane: Var, extents: dict, chain: tuple) -> _Plan:

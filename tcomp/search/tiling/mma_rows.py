@@ -1,0 +1,89 @@
+"""Sixteen decode rows on mma.sync with the weights' fragments loaded straight from global
+memory: the schedule helper :func:`mma_rows`.
+
+At 16 rows each element of the weights ``b`` is used by one warp once, so staging it
+through shared memory (cp.async rings, ldmatrix, a barrier a k step: ``mma_warp_tiles``)
+buys no reuse. Here each warp computes a 16-row tile of ``8 * tiles`` columns over one
+slice of k, reading its B fragments from ``b`` itself. The tile's columns are interleaved
+so that those loads are 16 bytes wide: lane group ``g = lane // 4`` (the column a B
+fragment gives a lane) of n8 tile ``c`` computes column ``g * tiles + c``, so one lane's
+columns of one k row are ``tiles`` consecutive elements, and the four rows of a k step of
+16 that a B fragment spans are four vector loads for all the warp tile's n8 tiles
+(``tcomp.lower.fragments`` packs them, :class:`~tcomp.ir.stmt.RegisterPairLoad`). The
+``slices`` warps of a block sum slices of k; their partial tiles meet in shared memory and
+the block adds them in a fixed order (the same bits every run) before running ``out``'s
+stages (bf16 rounding, SiLU, quantization) on the whole sum: one kernel.
+"""
+
+from __future__ import annotations
+
+from ...errors import ScheduleError
+from .skinny import _add_slices
+
+#: the rows of one mma.m16n8k16 tile: the rows this helper takes
+ROWS = 16
+
+
+def mma_rows(s, out, product: str, a: str, b: str, tiles: int = 8, slices: int = 8, unroll: int = 2) -> None:
+    """``product`` (``C[i, j] = sum_k a[i, k] * b[k, j]`` in float32 from two 16-bit
+    operands, 16 rows) in blocks of ``8 * tiles`` columns and ``slices`` warps, each warp
+    a slice of k, ``unroll`` k steps of 16 a loop iteration; then ``out`` (the product or
+    an elementwise stage after it, the stages between inlined by the caller) by the same
+    ``32 * slices`` threads, the warps' slices added in a fixed order (see the module
+    docstring)."""
+    *lead, M, N = s[product].op.output.shape
+    K = s[product].op.reduce_axis[0].extent
+    columns = 8 * tiles
+    if lead or M != ROWS:
+        raise ScheduleError(f"mma_rows computes one {ROWS}-row tile of mma.m16n8k16 a warp: {product} must be "
+                            f"{ROWS} x N; it is {' x '.join(map(str, s[product].op.output.shape))}")
+    if tiles not in (2, 4, 8):
+        raise ScheduleError(f"mma_rows loads a lane's columns of a k row as one vector of 2, 4 or 8 elements: "
+                            f"tiles = {tiles}")
+    if N % columns or K % (slices * 16 * unroll):
+        raise ScheduleError(f"mma_rows needs whole blocks of {columns} columns (N = {N}) and whole slices of k in "
+                            f"steps of {16 * unroll} ({slices} x {16 * unroll} must divide K = {K})")
+    partial = s.rfactor(product, slices)
+    acc = s.cache_write(partial, "local")
+    consumer = s[out]
+    i, j = consumer.axis
+    block, in_block = consumer.split(j, columns)
+    consumer.reorder(block, i, in_block)
+    consumer.bind(block, "blockIdx.x")
+    outputs = consumer.fuse(i, in_block)
+    each, threads = consumer.split(outputs, 32 * slices)
+    warp, lane = consumer.split(threads, 32)
+    consumer.reorder(block, warp, lane, each)
+    consumer.bind(warp, "threadIdx.y")
+    consumer.bind(lane, "threadIdx.x")
+    s[partial].set_scope("shared")
+    s[partial].compute_at(consumer, block)
+    _warp_tile(s, partial, acc, tiles, unroll)
+    _add_slices(s, out, product, each, slices)
+
+
+def _warp_tile(s, partial, acc, tiles: int, unroll: int) -> None:
+    """Each warp's slice of ``partial`` (its leading axis, on ``threadIdx.y``) as one 16 x
+    ``8 * tiles`` tile of mma.m16n8k16 with interleaved columns, accumulated in ``acc``."""
+    stage = s[partial]
+    part, rows, cols = stage.axis
+    row_half, group = stage.split(rows, 8)
+    group_column, tile = stage.split(cols, tiles)  # column = group_column * tiles + tile
+    pair, col_half = stage.split(group_column, 2)
+    stage.reorder(part, group, pair, tile, row_half, col_half)
+    lane = stage.fuse(group, pair)
+    stage.bind(part, "threadIdx.y")
+    stage.bind(lane, "threadIdx.x")
+    for axis in (tile, row_half, col_half):
+        stage.unroll(axis)
+    s[acc].compute_at(stage, lane)
+    (k,) = s[acc].reduce_axis
+    k_step, k_in = s[acc].split(k, 16 * unroll)
+    k_unrolled, k_tile = s[acc].split(k_in, 16)
+    slice_axis, acc_rows, acc_cols = s[acc].axis
+    tile_i, reg_i = s[acc].split(acc_rows, 2)
+    reg_j, tile_j = s[acc].split(acc_cols, tiles)
+    s[acc].reorder(k_step, k_unrolled, slice_axis, tile_i, tile_j, k_tile, reg_i, reg_j)
+    for axis in (k_unrolled, slice_axis, tile_i, tile_j, reg_i, reg_j):
+        s[acc].unroll(axis)
+    s[acc].tensorize(k_tile, "mma_m16n8k16")
