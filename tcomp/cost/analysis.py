@@ -50,15 +50,15 @@ How each figure is counted:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var, WarpShuffle
 from ..ir.functions import scalar_function
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, BarrierWait, Buffer, For, FragmentLoad,
-                       Kernel, Seq, Specialized, TileCopy,
+                       Kernel, RegisterPairLoad, Seq, Specialized, TileCopy,
                        Store, WarpgroupMma, WarpgroupWait, WarpMma)
-from ..ir.visitor import free_vars, walk
+from ..ir.visitor import free_vars, rewrite, walk
 from ..target.storage import kernel_shared_bytes
 from .block_tiles import block_origin
 
@@ -825,8 +825,28 @@ def _registers_per_value(dtype: str) -> float:
 # ---------------------------------------------------------------------------- entry point
 
 
+def _pair_loads_as_copies(kernel: Kernel) -> Kernel:
+    """``kernel`` with each :class:`RegisterPairLoad` written as the two vectorized loads it
+    makes (copies into registers), which the walks below count as they count any load."""
+
+    def as_copies(node):
+        if not isinstance(node, RegisterPairLoad):
+            return None
+        staging = Buffer(f"{node.src.name}_pairs", node.src.dtype, (2 * node.width,), "local")
+        copies = []
+        for n, start in enumerate((node.low_index, node.high_index)):
+            lane = Var(f"{node.src.name}_pair_lane{n}")
+            copies.append(For(lane, node.width, "vectorize",
+                              Store(staging, Binary("+", IntImm(n * node.width), lane),
+                                    Load(node.src, Binary("+", start, lane)))))
+        return Seq(tuple(copies))
+
+    return replace(kernel, body=rewrite(kernel.body, as_copies))
+
+
 def analyze_kernel(kernel: Kernel) -> KernelCounts:
     """What one block of ``kernel`` does: see the module docstring."""
+    kernel = _pair_loads_as_copies(kernel)
     w = _KernelWalk(kernel)
     w.run()
     rounds = _RoundCounter(w).count(kernel.body)
