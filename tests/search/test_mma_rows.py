@@ -4,6 +4,7 @@ loads packed into registers (``RegisterPairLoad``) with no shared tile of them, 
 float64 in the simulator on poisoned outputs, the cost model counting the weights' bytes,
 and compiling to 16-byte loads without spills."""
 
+import random
 import shutil
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ import tcomp as tc
 from tcomp.errors import ScheduleError
 from tcomp.ir.stmt import Allocate, RegisterPairLoad
 from tcomp.ir.visitor import walk
+from tcomp.search.space import Space
 from tcomp.search.tiling.mma_rows import mma_rows
 from workloads import check_product, json_from_a_process_without_the_simulator, product_16_bit
 
@@ -129,6 +131,30 @@ def test_the_cost_model_counts_the_weights_bytes():
     assert kernel.reads_by_tensor["W"] == pytest.approx(4096 * 12288 * 2, rel=0.01)
 
 
+def _rules(out) -> set:
+    space = Space(out, target="h200")
+    return {rule.name for fusion in space.tileable_fusions() for group in space.groups(fusion)
+            for rule in space.rules_for(group) if space.valid_params(rule, group)}
+
+
+def test_the_search_offers_it_at_sixteen_rows_only():
+    assert "mma_rows" in _rules(ffn_bf16.algorithm(M=16, N=12288, K=4096))
+    assert "mma_rows" not in _rules(ffn_bf16.algorithm(M=15, N=12288, K=4096))
+    assert "mma_rows" not in _rules(ffn_bf16.algorithm(M=32, N=12288, K=4096))
+
+
+def test_a_point_of_the_rule_is_legal_and_one_kernel(rng):
+    out = ffn_bf16.algorithm(M=16, N=128, K=512)
+    space = Space(out, target="h200")
+    draws = random.Random(0)
+    point = next(p for p in iter(lambda: space.sample(draws), 0) if p is not None and "mma_rows" in p.describe())
+    s = space.schedule(point)
+    report = tc.check(s)
+    assert report.legal and report.reassociations
+    assert len(tc.lower(s).kernels) == len(point.tilings)
+    assert _pair_loads(tc.lower(s))
+
+
 _PTX = """
 import json
 import sys
@@ -136,6 +162,7 @@ sys.path.insert(0, "examples")
 import tcomp as tc
 import ffn_bf16
 from tcomp.codegen.ptx import ptx_report
+from tcomp.search.space import Space
 from tcomp.search.tiling.mma_rows import mma_rows
 
 out = ffn_bf16.algorithm(M=16, N=12288, K=4096)

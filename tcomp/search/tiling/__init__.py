@@ -12,6 +12,8 @@ The built-in ones, one family a module, in the order the space tries them:
 - :class:`WeightRows` (:mod:`.weight_rows`): the same with the weights stored ``[N, K]``
   (``torch.nn.Linear``'s layout): a warp on each output column's row of weights, the
   threads' sums added in a tree of shuffles;
+- :class:`MmaRows` (:mod:`.mma_rows`): a 16-bit product of 16 rows (a decode step) on
+  ``mma.sync``, its weights' fragments loaded straight from global memory into registers;
 - :class:`MmaTiling` (:mod:`.mma_sync`): a 16-bit product on ``mma.sync`` tensor cores;
 - :class:`WgmmaTiling` (:mod:`.wgmma`): a 16-bit product on Hopper's warpgroup instructions;
 - :class:`RowKernel` (:mod:`.rows`): a row operator (softmax, RMSNorm) in one kernel, a
@@ -34,6 +36,7 @@ from ...target.instructions import MMA_K, MMA_M, MMA_N
 from .base import Rule, TilingRule, register_rule, registered_rules, unregister_rule
 from .block import BlockTiling
 from .flat import FlatTiling
+from .mma_rows import MmaRows, mma_rows
 from .mma_sync import MMA_PAD, MmaTiling, mma_warp_tiles
 from .products import matrix_product_operands
 from .rows import RowKernel, RowReduction, rows_in_blocks
@@ -49,6 +52,7 @@ WARP_TILING = register_rule(WarpTiling())
 SPLIT_K = register_rule(SplitK())
 SKINNY_PRODUCT = register_rule(SkinnyProduct())
 WEIGHT_ROWS = register_rule(WeightRows())
+MMA_ROWS = register_rule(MmaRows())
 MMA_TILING = register_rule(MmaTiling())
 WGMMA_TILING = register_rule(WgmmaTiling())
 ROW_KERNEL = register_rule(RowKernel())
@@ -57,8 +61,8 @@ ROW_REDUCTION = register_rule(RowReduction())
 FLAT_TILING = register_rule(FlatTiling())
 
 __all__ = ["BLOCK_TILING", "BlockTiling", "FLAT_TILING", "FlatTiling", "MMA_K", "MMA_M", "MMA_N", "MMA_PAD",
-           "MMA_TILING", "MmaTiling", "ROW_KERNEL", "ROW_REDUCTION", "Rule", "RowKernel", "RowReduction",
+           "MMA_ROWS", "MMA_TILING", "MmaRows", "MmaTiling", "ROW_KERNEL", "ROW_REDUCTION", "Rule", "RowKernel", "RowReduction",
            "SKINNY_PRODUCT", "SPLIT_K", "SPLIT_ROWS", "SkinnyProduct", "SplitK", "SplitRows", "TilingRule",
            "WARP_TILING", "WEIGHT_ROWS", "WGMMA_TILING", "WarpTiling", "WeightRows", "WgmmaTiling",
-           "matrix_product_operands", "mma_warp_tiles", "register_rule", "registered_rules", "rows_in_blocks",
+           "matrix_product_operands", "mma_rows", "mma_warp_tiles", "register_rule", "registered_rules", "rows_in_blocks",
            "rows_over_blocks", "stream_rows", "stream_weight_rows", "unregister_rule", "wgmma_tiles"]

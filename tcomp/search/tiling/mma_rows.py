@@ -13,12 +13,18 @@ columns of one k row are ``tiles`` consecutive elements, and the four rows of a 
 ``slices`` warps of a block sum slices of k; their partial tiles meet in shared memory and
 the block adds them in a fixed order (the same bits every run) before running ``out``'s
 stages (bf16 rounding, SiLU, quantization) on the whole sum: one kernel.
+
+The rule :class:`MmaRows` offers it to the search for a 16-row product of two 16-bit
+operands whose weights are stored ``[K, N]``. It has no seeds: no size of it has been
+measured on a GPU yet, so the cost model screens its draws like any other rule's.
 """
 
 from __future__ import annotations
 
 from ...errors import ScheduleError
-from .skinny import _add_slices
+from .base import Rule
+from .products import operands_of_16_bits
+from .skinny import _add_slices, streamed_lanes, streamed_product
 
 #: the rows of one mma.m16n8k16 tile: the rows this helper takes
 ROWS = 16
@@ -87,3 +93,36 @@ def _warp_tile(s, partial, acc, tiles: int, unroll: int) -> None:
     for axis in (k_unrolled, slice_axis, tile_i, tile_j, reg_i, reg_j):
         s[acc].unroll(axis)
     s[acc].tensorize(k_tile, "mma_m16n8k16")
+
+
+class MmaRows(Rule):
+    """A product of exactly 16 rows (a decode step) of two 16-bit operands, the weights
+    stored ``[K, N]``, and the elementwise stages after it: :func:`mma_rows` with
+    ``tiles`` n8 tiles a warp, ``slices`` warps a block (each a slice of k) and ``unroll``
+    k steps of 16 a loop iteration. A reassociation, which ``tc.check`` reports."""
+
+    name = "mma_rows"
+
+    def applies(self, group, space):
+        streamed = streamed_product(group)
+        if streamed is None or group.staged or not operands_of_16_bits(group, streamed[0]):
+            return False
+        *lead, M, _ = space.stages[streamed[0]].shape
+        return not lead and M == ROWS
+
+    def choices(self, group, space):
+        return {"tiles": [4, 8], "slices": [2, 4, 8, 16], "unroll": [1, 2, 4]}
+
+    def valid(self, group, space, p):
+        product, _, b = streamed_product(group)
+        op = space.stages[product].op
+        N, K = op.output.shape[-1], op.reduce_axis[0].extent
+        lanes = streamed_lanes(op, b)  # a lane's columns of a row are one aligned vector
+        return (p["tiles"] <= lanes and N % (8 * p["tiles"]) == 0 and K % (p["slices"] * 16 * p["unroll"]) == 0
+                and 32 * p["slices"] <= space.target.max_threads_per_block
+                and p["slices"] * ROWS * 8 * p["tiles"] * 4 <= space.target.smem_per_block // 2)
+
+    def apply(self, s, group, p):
+        product, a, b = streamed_product(group)
+        mma_rows(s, s[group.anchor].op.output, product, a, b, tiles=p["tiles"], slices=p["slices"],
+                 unroll=p["unroll"])
