@@ -114,6 +114,7 @@ def test_columns_that_do_not_step_by_one_a_tile_keep_element_loads(rng):
     (16, 100, 256, {}, "whole blocks of 64 columns"),
     (16, 128, 200, {}, "whole slices of k"),
     (16, 128, 256, dict(tiles=3), "2, 4 or 8 elements"),
+    (16, 128, 288, dict(slices=3), "power of two"),
 ])
 def test_shapes_it_cannot_take_are_refused_with_the_reason(M, N, K, sizes, words):
     out = ffn_bf16.algorithm(M=M, N=N, K=K)

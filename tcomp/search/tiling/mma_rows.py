@@ -46,6 +46,9 @@ def mma_rows(s, out, product: str, a: str, b: str, tiles: int = 8, slices: int =
     if tiles not in (2, 4, 8):
         raise ScheduleError(f"mma_rows loads a lane's columns of a k row as one vector of 2, 4 or 8 elements: "
                             f"tiles = {tiles}")
+    if slices < 2 or slices & (slices - 1):
+        raise ScheduleError(f"mma_rows cuts k into a power of two of slices, at least 2 (one a warp): slices = "
+                            f"{slices}")
     if N % columns or K % (slices * 16 * unroll):
         raise ScheduleError(f"mma_rows needs whole blocks of {columns} columns (N = {N}) and whole slices of k in "
                             f"steps of {16 * unroll} ({slices} x {16 * unroll} must divide K = {K})")
