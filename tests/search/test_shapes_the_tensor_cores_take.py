@@ -278,6 +278,7 @@ def test_stream_rows_names_the_shapes_it_needs():
     (gemm_bf16.algorithm, dict(M=4000, N=4000, K=1000), "h200", r"^C: offered to mma_tiling, wgmma_tiling$"),
     (gemm_bf16.algorithm, dict(M=64, N=64, K=8), "h200", r"^C: offered to mma_tiling, wgmma_tiling$"),
     (ffn_bf16.algorithm, dict(M=1, N=12288, K=4096), "h200", r"^C: offered to skinny_product$"),
+    (ffn_bf16.algorithm, dict(M=16, N=12288, K=4096), "h200", r"^C: offered to skinny_product, mma_rows, mma_tiling$"),
     (ffn_bf16.algorithm, dict(M=1, N=60, K=64), "h200",
      r"^C: on the CUDA cores: the output \(1 x 60\) is under the smallest tensor-core block \(9 x 32\); "
      r"skinny_product takes up to 16 rows, N a multiple of 8 and K of at least 128$"),

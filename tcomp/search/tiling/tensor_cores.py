@@ -10,6 +10,7 @@ from ...lower.thread_reduction import WARP
 from ...target.instructions import MATRIX_OPERAND_DTYPES
 from ..kernels import Group
 from ..stages import matrix_product_operands
+from .mma_rows import MmaRows
 from .mma_sync import MmaTiling
 from .skinny import SKINNY_ROWS, SkinnyProduct, streamed_lanes
 from .weight_rows import MAX_ROW_LANES, WeightRows, weight_rows_product
@@ -48,7 +49,7 @@ def _verdict(space, name: str) -> str:
                 f"one batch axis at most; {name} reads its operands otherwise")
     group = Group(name, (), space.stages)
     rules = [rule.name for rule in space.rules_for(group) if space.valid_params(rule, group)]
-    taken = [r for r in rules if r in ("mma_tiling", "wgmma_tiling", SkinnyProduct.name, WeightRows.name)]
+    taken = [r for r in rules if r in ("mma_tiling", "wgmma_tiling", MmaRows.name, SkinnyProduct.name, WeightRows.name)]
     M, N = info.shape[-2:]
     K = op.reduce_axis[0].extent
     if taken:
