@@ -75,6 +75,7 @@ def test_the_source_loads_w_in_16_byte_vectors():
     s, _ = _ffn(128, 256, tiles=8, slices=2, unroll=2)
     source = tc.build(s).source
     assert "_load8(W," in source
+    assert "pairs(W[" in str(tc.lower(s))  # the printed IR shows the packed loads
 
 
 def test_columns_that_do_not_step_by_one_a_tile_keep_element_loads(rng):
