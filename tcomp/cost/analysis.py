@@ -50,7 +50,7 @@ How each figure is counted:
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from ..dtypes import FLOAT_TYPES, itemsize
 from ..ir.expr import And, Binary, Call, Cast, Compare, Expr, IntImm, Load, Select, Var, WarpShuffle
@@ -58,7 +58,7 @@ from ..ir.functions import scalar_function
 from ..ir.stmt import (BLOCK_TAGS, THREAD_TAGS, Allocate, AsyncWait, Barrier, BarrierWait, Buffer, For, FragmentLoad,
                        Kernel, RegisterPairLoad, Seq, Specialized, TileCopy,
                        Store, WarpgroupMma, WarpgroupWait, WarpMma)
-from ..ir.visitor import free_vars, rewrite, walk
+from ..ir.visitor import free_vars, walk
 from ..target.storage import kernel_shared_bytes
 from .block_tiles import block_origin
 
@@ -311,7 +311,7 @@ class _KernelWalk:
             return {s.buffer}, False
         if isinstance(s, (WarpMma, WarpgroupMma)):
             return {s.acc}, False
-        if isinstance(s, FragmentLoad):
+        if isinstance(s, (FragmentLoad, RegisterPairLoad)):
             return {s.dst}, False
         if isinstance(s, Barrier):
             return set(), True
@@ -381,6 +381,8 @@ class _KernelWalk:
             self._warpgroup_mma(s, loops)
         elif isinstance(s, FragmentLoad):
             self._fragment_load(s, loops)
+        elif isinstance(s, RegisterPairLoad):
+            self._stmt(_as_copies(s), loops)
         elif isinstance(s, AsyncWait):
             ahead = s.pending + 1
             self.async_ahead = ahead if self.async_ahead is None else min(self.async_ahead, ahead)
@@ -749,6 +751,8 @@ class _RoundCounter:
         return r.then(top) if top is not None else r
 
     def _rounds(self, s, loops) -> _Rounds:
+        if isinstance(s, RegisterPairLoad):
+            return self._rounds(_as_copies(s), loops)
         if isinstance(s, For):
             inner = loops + (s,)
             r = self._rounds(s.body, inner)
@@ -825,28 +829,21 @@ def _registers_per_value(dtype: str) -> float:
 # ---------------------------------------------------------------------------- entry point
 
 
-def _pair_loads_as_copies(kernel: Kernel) -> Kernel:
-    """``kernel`` with each :class:`RegisterPairLoad` written as the two vectorized loads it
-    makes (copies into registers), which the walks below count as they count any load."""
-
-    def as_copies(node):
-        if not isinstance(node, RegisterPairLoad):
-            return None
-        staging = Buffer(f"{node.src.name}_pairs", node.src.dtype, (2 * node.width,), "local")
-        copies = []
-        for n, start in enumerate((node.low_index, node.high_index)):
-            lane = Var(f"{node.src.name}_pair_lane{n}")
-            copies.append(For(lane, node.width, "vectorize",
-                              Store(staging, Binary("+", IntImm(n * node.width), lane),
-                                    Load(node.src, Binary("+", start, lane)))))
-        return Seq(tuple(copies))
-
-    return replace(kernel, body=rewrite(kernel.body, as_copies))
+def _as_copies(load: RegisterPairLoad) -> Seq:
+    """The two vectorized loads a :class:`RegisterPairLoad` makes, as copies into registers:
+    the walks above count them as they count any load."""
+    staging = Buffer(f"{load.src.name}_pairs", load.src.dtype, (2 * load.width,), "local")
+    copies = []
+    for n, start in enumerate((load.low_index, load.high_index)):
+        lane = Var(f"{load.src.name}_pair_lane{n}")
+        copies.append(For(lane, load.width, "vectorize",
+                          Store(staging, Binary("+", IntImm(n * load.width), lane),
+                                Load(load.src, Binary("+", start, lane)))))
+    return Seq(tuple(copies))
 
 
 def analyze_kernel(kernel: Kernel) -> KernelCounts:
     """What one block of ``kernel`` does: see the module docstring."""
-    kernel = _pair_loads_as_copies(kernel)
     w = _KernelWalk(kernel)
     w.run()
     rounds = _RoundCounter(w).count(kernel.body)

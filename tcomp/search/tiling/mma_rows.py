@@ -24,7 +24,7 @@ from __future__ import annotations
 from ...errors import ScheduleError
 from .base import Rule
 from .products import operands_of_16_bits
-from .skinny import _add_slices, streamed_lanes, streamed_product
+from .skinny import add_slices, streamed_lanes, streamed_product
 
 #: the rows of one mma.m16n8k16 tile: the rows this helper takes
 ROWS = 16
@@ -68,7 +68,7 @@ def mma_rows(s, out, product: str, a: str, b: str, tiles: int = 8, slices: int =
     s[partial].set_scope("shared")
     s[partial].compute_at(consumer, block)
     _warp_tile(s, partial, acc, tiles, unroll)
-    _add_slices(s, out, product, each, slices)
+    add_slices(s, out, product, each, slices)
 
 
 def _warp_tile(s, partial, acc, tiles: int, unroll: int) -> None:

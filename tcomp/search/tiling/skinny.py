@@ -109,7 +109,7 @@ def _slices_in_block(s, out, product: str, a: str, b: str, parts: int, threads_x
     s[partial].unroll(rows_of_partial)
     s[partial].vectorize(lanes)
     _slice_in_registers(s, acc, partial, thread, a, b, unroll)
-    _add_slices(s, out, product, lane, parts)
+    add_slices(s, out, product, lane, parts)
 
 
 def _check_shape(s, product: str, parts: int, unroll: int, vector: int) -> None:
@@ -186,10 +186,10 @@ def _slices_added_in_a_second_kernel(s, out, product: str, parts: int, threads: 
     blocks, lane = consumer.split(flat, threads)
     consumer.bind(blocks, "blockIdx.x")
     consumer.bind(lane, "threadIdx.x")
-    _add_slices(s, out, product, lane, parts)
+    add_slices(s, out, product, lane, parts)
 
 
-def _add_slices(s, out, product: str, lane, parts: int) -> None:
+def add_slices(s, out, product: str, lane, parts: int) -> None:
     """The product's slices added at ``out``'s thread loop ``lane`` (where ``out`` is a
     stage after the product), eight of them loaded at a time: they are independent."""
     if out.name != product:
